@@ -1,0 +1,134 @@
+// Reads a cumemtrace trace file and hands its contents, decoded into plain structs, to a visitor. This is the only
+// part of the analyzer that knows protobuf: the model, the reports and the tests see the structs below.
+//
+// Events reach the visitor in sequence-number order (the preload writes them in the order threads finished their
+// calls; a free takes its number before the real free, so ordering by number is what pairs frees and reuses
+// correctly). Metadata (threads, modules, stack nodes, strings, devices) reaches the visitor before the first
+// event that needs it. A file cut off at the end is read up to its last whole packet and reported in ReadStats;
+// anything else wrong with the input is an error Status whose message names the file, what is wrong and where.
+#ifndef CUMEMTRACE_ANALYZER_READER_TRACE_READER_H_
+#define CUMEMTRACE_ANALYZER_READER_TRACE_READER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "proto/format.h"
+
+namespace cumemtrace::analyzer {
+
+struct TraceHeader {
+  uint32_t format_version = 0;
+  std::string tool_version;
+  int32_t pid = 0;
+  int32_t ppid = 0;
+  std::vector<std::string> argv;
+  std::string hostname;
+  std::string executable;
+  int64_t start_time_ns = 0;
+  int64_t start_unix_time_ns = 0;
+  int32_t driver_version = 0;
+  uint32_t stack_depth = 0;
+};
+
+struct DeviceInfo {
+  int32_t ordinal = 0;  // format::kHostDevice (-1) is the host
+  std::string name;
+  std::string uuid;     // raw bytes
+  uint64_t total_memory = 0;
+  int32_t driver_version = 0;
+};
+
+struct ThreadInfo {
+  uint32_t index = 0;
+  int32_t tid = 0;
+  std::string name;
+};
+
+struct ModuleInfo {
+  uint32_t id = 0;
+  std::string path;
+  uint64_t load_bias = 0;
+  uint64_t start = 0;
+  uint64_t end = 0;
+  std::string build_id;  // raw bytes
+};
+
+struct StackNode {
+  uint64_t id = 0;
+  uint64_t parent = 0;  // 0 = root
+  uint64_t pc = 0;
+};
+
+struct SymbolInfo {
+  uint64_t pc = 0;
+  uint32_t function = 0;  // string id
+  uint32_t module = 0;
+  uint64_t offset = 0;
+  uint32_t file = 0;      // string id, 0 = unknown
+  uint32_t line = 0;      // 0 = unknown
+};
+
+struct Event {
+  uint64_t seq = 0;
+  int64_t time_ns = 0;
+  format::Api api = format::Api::kUnknown;
+  const format::ApiInfo* info = nullptr;  // never null for a delivered event
+  int32_t device = 0;
+  uint64_t address = 0;
+  uint64_t size = 0;     // allocations only
+  uint64_t stream = 0;   // apis with a stream only
+  uint64_t aux = 0;      // apis with an aux value only (cuMemMap: the handle)
+  uint64_t stack = 0;    // innermost stack node id, 0 = none
+  uint32_t thread = 0;   // ThreadInfo::index
+  int32_t result = 0;    // 0 = success
+  bool has_mem_info = false;
+  uint64_t free_bytes = 0;   // driver's free/total right after a failed allocation
+  uint64_t total_bytes = 0;
+};
+
+struct TrailerInfo {
+  uint64_t events = 0;
+  uint64_t dropped_events = 0;
+  uint64_t unwind_failures = 0;
+  uint64_t truncated_stacks = 0;
+  uint64_t bytes_written = 0;
+  uint64_t stack_nodes = 0;
+  uint64_t wrapper_slots_exhausted = 0;
+  int64_t end_time_ns = 0;
+  uint64_t recorder_time_ns = 0;
+  uint64_t flushes = 0;
+};
+
+class TraceVisitor {
+ public:
+  virtual ~TraceVisitor() = default;
+  virtual void OnHeader(const TraceHeader&) {}
+  virtual void OnDevice(const DeviceInfo&) {}
+  virtual void OnThread(const ThreadInfo&) {}   // again for a thread whose name changed
+  virtual void OnModule(const ModuleInfo&) {}
+  virtual void OnStackNode(const StackNode&) {}
+  virtual void OnString(uint32_t id, const std::string& value) {}
+  virtual void OnSymbol(const SymbolInfo&) {}
+  virtual void OnEvent(const Event&) {}
+  virtual void OnTrailer(const TrailerInfo&) {}
+};
+
+struct ReadStats {
+  uint64_t bytes = 0;             // size of the file
+  uint64_t packets = 0;
+  uint64_t events = 0;
+  bool truncated = false;         // the last packet was cut off
+  uint64_t truncated_at = 0;      // byte offset of the cut-off packet
+  bool has_trailer = false;
+  uint64_t unknown_api_events = 0;  // events with an api this version does not know (skipped)
+};
+
+// Reads `path` and feeds `visitor`. Returns an error for an empty file, a file that is not a cumemtrace trace, a
+// trace of a newer format version, or a packet that is corrupt (not merely cut off at the end of the file).
+absl::Status ReadTrace(const std::string& path, TraceVisitor& visitor, ReadStats* stats);
+
+}  // namespace cumemtrace::analyzer
+
+#endif  // CUMEMTRACE_ANALYZER_READER_TRACE_READER_H_

@@ -1,0 +1,39 @@
+// Function names for program counters, read from a module's own ELF symbol table (.symtab, else .dynsym) at the
+// end of tracing, so the trace is readable without the binaries. Runs only at a clean exit, never in a hook. Names
+// are written raw (mangled); the analyzer demangles. File and line from debug info come later (issue: Python
+// stacks and portable traces).
+#ifndef CUMEMTRACE_PRELOAD_ELF_SYMBOLS_H_
+#define CUMEMTRACE_PRELOAD_ELF_SYMBOLS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "preload/mapped_array.h"
+
+namespace cumemtrace::preload {
+
+class ElfSymbols {
+ public:
+  // Maps `path` and indexes its function symbols. Returns false if the file cannot be read as ELF64.
+  bool Load(const char* path);
+  void Release();
+
+  // The function containing file address `address` (pc - load bias): its name (NUL-terminated, inside the mapped
+  // file) and the offset of `address` from its start. Returns nullptr if no symbol covers it.
+  const char* Lookup(uint64_t address, uint64_t* offset) const;
+
+ private:
+  struct Symbol {
+    uint64_t start;
+    uint64_t size;
+    const char* name;
+  };
+
+  void* map_ = nullptr;
+  size_t map_size_ = 0;
+  MappedArray<Symbol> symbols_;  // sorted by start
+};
+
+}  // namespace cumemtrace::preload
+
+#endif  // CUMEMTRACE_PRELOAD_ELF_SYMBOLS_H_

@@ -1,0 +1,416 @@
+#include "preload/recorder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "preload/byte_buffer.h"
+#include "preload/config.h"
+#include "preload/driver_helpers.h"
+#include "preload/event_record.h"
+#include "preload/log.h"
+#include "preload/module_map.h"
+#include "preload/native_stack.h"
+#include "preload/sink.h"
+#include "preload/stack_table.h"
+#include "preload/symbolize.h"
+#include "preload/trace_writer.h"
+
+#ifndef CUMEMTRACE_VERSION
+#define CUMEMTRACE_VERSION "unknown"
+#endif
+
+namespace cumemtrace::preload {
+namespace {
+
+enum State : int { kUninitialized, kStarting, kRunning, kOff };
+
+constexpr size_t kBatchEvents = 8192;
+constexpr int kMaxDevices = 64;
+
+__thread ThreadState t_self __attribute__((tls_model("initial-exec")));
+
+std::atomic<int> g_state{kUninitialized};
+std::atomic<uint64_t> g_next_seq{1};
+std::atomic<uint64_t> g_wrapper_slots_exhausted{0};
+std::atomic<uint64_t> g_dropped{0};
+
+pthread_mutex_t g_start_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;  // everything below, unless marked otherwise
+pthread_mutex_t g_module_lock = PTHREAD_MUTEX_INITIALIZER;  // g_modules scans (taken before g_lock, never after)
+pthread_cond_t g_flusher_wake = PTHREAD_COND_INITIALIZER;
+
+Config g_config;
+Sink g_sink;
+ByteBuffer g_out;
+StackTable g_stacks;
+ModuleMap g_modules;
+EventRecord g_batch[kBatchEvents];
+size_t g_batch_size = 0;
+uint32_t g_next_thread_index = 1;
+bool g_device_written[kMaxDevices + 1];  // index ordinal + 1; 0 = host
+bool g_stop_flusher = false;
+int64_t g_start_ns = 0;
+
+// Health counters for the trailer.
+uint64_t g_events = 0;
+uint64_t g_unwind_failures = 0;
+uint64_t g_truncated_stacks = 0;
+uint64_t g_recorder_ns = 0;
+uint64_t g_flushes = 0;
+
+int64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+int32_t Gettid() { return static_cast<int32_t>(syscall(SYS_gettid)); }
+
+// Turns tracing off for good in this process (write error, finished, forked child).
+void StopTracing() { g_state.store(kOff, std::memory_order_release); }
+
+// Writes out g_out. Called with g_lock held.
+void WriteOut() {
+  if (g_out.size() == 0) return;
+  if (!g_sink.Write(g_out.data(), g_out.size())) StopTracing();
+  g_out.Clear();
+}
+
+// Encodes pending stack nodes and buffered events, then writes. Called with g_lock held.
+void FlushLocked() {
+  if (g_stacks.first_pending() < g_stacks.next_id()) {
+    if (WriteStackNodes(&g_out, g_stacks, g_stacks.first_pending(), g_stacks.next_id())) {
+      g_stacks.MarkWritten();
+    } else {
+      g_out.ClearError();
+    }
+  }
+  if (g_batch_size > 0) {
+    if (WriteEventBatch(&g_out, g_batch, g_batch_size)) {
+      g_events += g_batch_size;
+    } else {
+      g_out.ClearError();
+      g_dropped.fetch_add(g_batch_size, std::memory_order_relaxed);
+    }
+    g_batch_size = 0;
+  }
+  WriteOut();
+  ++g_flushes;
+}
+
+// Writes Module packets for modules not written yet. Called with g_lock held.
+void WriteNewModulesLocked() {
+  for (size_t i = 0; i < g_modules.size(); ++i) {
+    ModuleEntry& m = g_modules.at(i);
+    if (m.written) continue;
+    if (WriteModule(&g_out, m)) m.written = true; else g_out.ClearError();
+  }
+}
+
+// Rescans loaded modules (outside g_lock: dl_iterate_phdr takes the loader's lock) and writes new ones.
+void RefreshModules() {
+  pthread_mutex_lock(&g_module_lock);
+  size_t added = g_modules.Scan();
+  if (added > 0) {
+    pthread_mutex_lock(&g_lock);
+    WriteNewModulesLocked();
+    pthread_mutex_unlock(&g_lock);
+  }
+  pthread_mutex_unlock(&g_module_lock);
+}
+
+void* FlusherMain(void*) {
+  Self().in_recorder = 1;
+  prctl(PR_SET_NAME, "cumemtrace");
+  pthread_mutex_lock(&g_lock);
+  while (!g_stop_flusher) {
+    timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    int64_t ns = deadline.tv_nsec + static_cast<int64_t>(g_config.flush_ms) * 1000000;
+    deadline.tv_sec += ns / 1000000000;
+    deadline.tv_nsec = ns % 1000000000;
+    pthread_cond_timedwait(&g_flusher_wake, &g_lock, &deadline);
+    if (g_stop_flusher || g_state.load(std::memory_order_acquire) != kRunning) break;
+    pthread_mutex_unlock(&g_lock);
+    RefreshModules();
+    pthread_mutex_lock(&g_lock);
+    if (g_state.load(std::memory_order_acquire) == kRunning) FlushLocked();
+  }
+  pthread_mutex_unlock(&g_lock);
+  return nullptr;
+}
+
+void StartFlusher() {
+  // The flusher must not take the program's signals.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_t thread;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  if (pthread_create(&thread, &attr, FlusherMain, nullptr) != 0) {
+    Warn("cannot start the flush thread; events reach the file only when a batch fills and at exit");
+  }
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+// Reads /proc/self/cmdline into `buffer` and points argv at its NUL-separated pieces.
+int ReadArgv(char* buffer, size_t size, const char** argv, int max_args) {
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buffer, size - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buffer[n] = '\0';
+  int argc = 0;
+  for (ssize_t i = 0; i < n && argc < max_args; i += static_cast<ssize_t>(strlen(buffer + i)) + 1) {
+    argv[argc++] = buffer + i;
+  }
+  return argc;
+}
+
+void WriteHeaderLocked() {
+  static char cmdline[16384];
+  static const char* argv[256];
+  char host[256] = "";
+  gethostname(host, sizeof(host) - 1);
+  char exe[1024];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  exe[n < 0 ? 0 : n] = '\0';
+  timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  HeaderInfo h{};
+  h.tool_version = CUMEMTRACE_VERSION;
+  h.pid = getpid();
+  h.ppid = getppid();
+  h.argc = ReadArgv(cmdline, sizeof(cmdline), argv, 256);
+  h.argv = argv;
+  h.hostname = host;
+  h.executable = exe;
+  h.start_time_ns = g_start_ns;
+  h.start_unix_time_ns = static_cast<int64_t>(wall.tv_sec) * 1000000000 + wall.tv_nsec;
+  DriverVersion(&h.driver_version);
+  h.stack_depth = static_cast<uint32_t>(g_config.stack_depth);
+  if (!WriteHeader(&g_out, h)) g_out.ClearError();
+}
+
+void Start() {
+  pthread_mutex_lock(&g_start_lock);
+  if (g_state.load(std::memory_order_acquire) != kUninitialized) {
+    pthread_mutex_unlock(&g_start_lock);
+    return;
+  }
+  g_state.store(kStarting, std::memory_order_release);
+  ReadConfig(&g_config);
+  bool ok = !g_config.disabled && g_out.Init(4 << 20) && g_sink.Open(g_config.output_path, g_config.overwrite);
+  if (!ok) {
+    StopTracing();
+    pthread_mutex_unlock(&g_start_lock);
+    return;
+  }
+  g_start_ns = NowNs();
+  InitNativeStacks();
+  pthread_mutex_lock(&g_lock);
+  WriteHeaderLocked();
+  WriteOut();
+  pthread_mutex_unlock(&g_lock);
+  RefreshModules();
+  StartFlusher();
+  g_state.store(kRunning, std::memory_order_release);
+  pthread_mutex_unlock(&g_start_lock);
+}
+
+// Registers the calling thread (and writes its Thread packet) if needed. Called with g_lock held.
+void EnsureThreadLocked(ThreadState& self, const char* name) {
+  if (self.thread_index != 0 && !self.name_changed) return;
+  if (self.thread_index == 0) self.thread_index = g_next_thread_index++;
+  self.name_changed = false;
+  if (!WriteThread(&g_out, self.thread_index, Gettid(), name)) g_out.ClearError();
+}
+
+// Describes a device the first time an event names it. Queries the driver outside g_lock.
+void EnsureDevice(int32_t device) {
+  if (device < -1 || device >= kMaxDevices) return;
+  if (__atomic_load_n(&g_device_written[device + 1], __ATOMIC_ACQUIRE)) return;
+  DeviceRecord record{};
+  record.ordinal = device;
+  DeviceDescription description;
+  if (device >= 0 && DescribeDevice(device, &description)) {
+    record.name = description.name;
+    record.uuid = description.has_uuid ? description.uuid : nullptr;
+    record.uuid_size = description.has_uuid ? sizeof(description.uuid) : 0;
+    record.total_memory = description.total_memory;
+  } else {
+    record.name = device < 0 ? "host" : "";
+  }
+  DriverVersion(&record.driver_version);
+  pthread_mutex_lock(&g_lock);
+  if (!g_device_written[device + 1]) {
+    if (WriteDevice(&g_out, record)) {
+      __atomic_store_n(&g_device_written[device + 1], true, __ATOMIC_RELEASE);
+    } else {
+      g_out.ClearError();
+    }
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
+void AtForkPrepare() {
+  pthread_mutex_lock(&g_start_lock);
+  pthread_mutex_lock(&g_module_lock);
+  pthread_mutex_lock(&g_lock);
+}
+
+void AtForkParent() {
+  pthread_mutex_unlock(&g_lock);
+  pthread_mutex_unlock(&g_module_lock);
+  pthread_mutex_unlock(&g_start_lock);
+}
+
+// The child shares the parent's file: it must never write to it. By default it stops tracing (a DataLoader worker
+// ends with os._exit, so nothing at exit would run anyway). Buffered bytes belong to the parent, which writes them.
+void AtForkChild() {
+  if (g_state.load(std::memory_order_acquire) != kUninitialized) StopTracing();
+  g_sink.Abandon();
+  g_out.Clear();
+  g_batch_size = 0;
+  pthread_mutex_unlock(&g_lock);
+  pthread_mutex_unlock(&g_module_lock);
+  pthread_mutex_unlock(&g_start_lock);
+  // A child that never traced (tracing had not started) may still start its own trace at its first event.
+}
+
+void FinishTrace() {
+  if (g_state.load(std::memory_order_acquire) != kRunning) return;
+  ThreadState& self = Self();
+  ++self.in_recorder;
+  RefreshModules();
+  pthread_mutex_lock(&g_lock);
+  if (g_state.load(std::memory_order_acquire) == kRunning) {
+    g_stop_flusher = true;
+    pthread_cond_signal(&g_flusher_wake);
+    StopTracing();  // events from destructors that run after this one are not recorded
+    FlushLocked();
+    WriteSymbolTable(&g_out, g_stacks, g_modules);
+    WriteOut();
+    TrailerRecord t{};
+    t.events = g_events;
+    t.dropped_events = g_dropped.load(std::memory_order_relaxed);
+    t.unwind_failures = g_unwind_failures;
+    t.truncated_stacks = g_truncated_stacks;
+    t.bytes_written = g_sink.bytes_written();
+    t.stack_nodes = g_stacks.node_count();
+    t.wrapper_slots_exhausted = g_wrapper_slots_exhausted.load(std::memory_order_relaxed);
+    t.end_time_ns = NowNs();
+    t.recorder_time_ns = g_recorder_ns;
+    t.flushes = g_flushes;
+    if (WriteTrailer(&g_out, t)) WriteOut();
+    g_sink.Close();
+  }
+  pthread_mutex_unlock(&g_lock);
+  --self.in_recorder;
+}
+
+__attribute__((constructor)) void OnLoad() { pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild); }
+
+// Runs after the program's atexit handlers and the destructors of libraries loaded after this one (libcuda,
+// PyTorch), so frees made while they shut down are still recorded.
+__attribute__((destructor)) void OnUnload() { FinishTrace(); }
+
+}  // namespace
+
+ThreadState& Self() { return t_self; }
+
+bool Tracing() {
+  int state = g_state.load(std::memory_order_acquire);
+  if (state == kRunning) return Self().in_recorder == 0;
+  if (state == kOff) return false;
+  ThreadState& self = Self();
+  if (self.in_recorder != 0) return false;
+  // Uninitialized, or another thread is starting: Start() waits for it.
+  ++self.in_recorder;
+  int saved_errno = errno;
+  Start();
+  errno = saved_errno;
+  --self.in_recorder;
+  return g_state.load(std::memory_order_acquire) == kRunning;
+}
+
+uint64_t TakeSequence() { return g_next_seq.fetch_add(1, std::memory_order_relaxed); }
+
+void NoteThreadRenamed() { Self().name_changed = true; }
+
+void NoteWrapperSlotsExhausted() { g_wrapper_slots_exhausted.fetch_add(1, std::memory_order_relaxed); }
+
+void Record(const CallRecord& call) {
+  ThreadState& self = Self();
+  if (self.in_recorder != 0) return;
+  ++self.in_recorder;
+  int saved_errno = errno;
+  int64_t start_ns = NowNs();
+
+  EventRecord ev{};
+  ev.time_ns = start_ns;
+  ev.api = static_cast<uint16_t>(call.api);
+  ev.address = call.address;
+  ev.size = call.size;
+  ev.stream = call.stream;
+  ev.aux = call.aux;
+  ev.result = call.result;
+  const format::ApiInfo* info = format::FindApi(static_cast<uint32_t>(call.api));
+  bool is_alloc = info != nullptr && info->op == format::Op::kAlloc;
+  if (call.device_known) {
+    ev.device = call.device;
+  } else if (is_alloc && CurrentDevice(&ev.device)) {
+    self.last_device = ev.device;
+  } else {
+    ev.device = self.last_device;  // frees: readers take the device of the allocation freed
+  }
+  if (is_alloc && call.result != 0) ev.has_mem_info = DriverMemInfo(&ev.free_bytes, &ev.total_bytes);
+  EnsureDevice(ev.device);
+
+  uintptr_t pcs[kMaxStackDepth];
+  bool truncated = false;
+  int depth = CaptureStack(pcs, g_config.stack_depth, &truncated);
+  char name[16] = "";
+  if (self.thread_index == 0 || self.name_changed) prctl(PR_GET_NAME, name);
+
+  pthread_mutex_lock(&g_lock);
+  if (g_state.load(std::memory_order_acquire) == kRunning) {
+    EnsureThreadLocked(self, name);
+    if (depth < 0) {
+      ++g_unwind_failures;
+      depth = 0;
+    }
+    if (truncated) ++g_truncated_stacks;
+    ev.stack = g_stacks.Intern(pcs, depth);
+    ev.thread = self.thread_index;
+    ev.seq = call.seq != 0 ? call.seq : TakeSequence();
+    g_batch[g_batch_size++] = ev;
+    // A failed allocation often comes right before the process dies: get it to the file now.
+    if (g_batch_size == kBatchEvents || call.result != 0) FlushLocked();
+    g_recorder_ns += static_cast<uint64_t>(NowNs() - start_ns);
+  } else {
+    g_dropped.fetch_add(1, std::memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&g_lock);
+
+  errno = saved_errno;
+  --self.in_recorder;
+}
+
+}  // namespace cumemtrace::preload

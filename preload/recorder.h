@@ -1,0 +1,64 @@
+// The recorder: the one place that turns a hooked CUDA call into a trace event. Hooks call it after (allocations)
+// or around (frees) the real call; it takes the stack outside any lock, then under its lock interns the stack,
+// registers the thread and device, appends the event and flushes when the batch is full. A flush thread writes
+// what is buffered every CUMEMTRACE_FLUSH_MS; the trace is finished (symbols, trailer) at exit. Forked children
+// stop tracing cleanly. Tracing starts lazily at the first event, so processes that never allocate CUDA memory
+// leave no file behind.
+//
+// Never: call into Python or take the GIL; allocate from the program's heap on the event path; hold the lock
+// while unwinding or calling CUDA; change errno or anything else the program can see.
+#ifndef CUMEMTRACE_PRELOAD_RECORDER_H_
+#define CUMEMTRACE_PRELOAD_RECORDER_H_
+
+#include <stdint.h>
+
+#include "proto/format.h"
+
+namespace cumemtrace::preload {
+
+struct CallRecord {
+  format::Api api = format::Api::kUnknown;
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint64_t stream = 0;
+  uint64_t aux = 0;
+  int32_t device = 0;
+  bool device_known = false;  // false: the recorder asks the driver for the current device (allocations only)
+  int32_t result = 0;
+  uint64_t seq = 0;           // 0: assigned when appended (allocations); frees pass TakeSequence()'s value
+};
+
+// Per-thread state, initial-exec TLS so reading it never allocates or takes a lock.
+struct ThreadState {
+  int in_recorder;      // >0 while cumemtrace itself runs: its own CUDA calls are never recorded
+  int driver_depth;     // nesting of driver hooks: a driver call made inside another is not a user call
+  uint32_t thread_index;
+  bool name_changed;
+  int32_t last_device;
+  // The outermost runtime call in progress (cudaMalloc...), whose name labels the first matching driver event.
+  format::Api label;
+  format::Op label_op;
+  bool label_used;
+  uint64_t label_seq;   // for frees: the sequence number taken before the real runtime call
+};
+ThreadState& Self();
+
+// True if events should be recorded now (starts tracing at the first call). False once tracing is off: disabled,
+// failed, finished, or in a forked child.
+bool Tracing();
+
+// A sequence number for an event whose real call has not happened yet (frees).
+uint64_t TakeSequence();
+
+// Records one event. Keeps errno.
+void Record(const CallRecord& call);
+
+// The calling thread renamed itself: write its Thread packet again at its next event.
+void NoteThreadRenamed();
+
+// Counts a driver pointer that had to be handed out unwrapped (coverage gap, reported in the trailer).
+void NoteWrapperSlotsExhausted();
+
+}  // namespace cumemtrace::preload
+
+#endif  // CUMEMTRACE_PRELOAD_RECORDER_H_

@@ -1,0 +1,221 @@
+#include "preload/trace_writer.h"
+
+#include "preload/module_map.h"
+#include "preload/stack_table.h"
+#include "preload/wire_encoder.h"
+#include "proto/format.h"
+
+namespace cumemtrace::preload {
+namespace {
+
+namespace f = format::field;
+
+// Frames one packet: Trace.packet (field 1) { Packet.<which> { ... } }. Finish() closes both and reports whether
+// the buffer kept up; on failure the partial packet is cut off again.
+class PacketScope {
+ public:
+  PacketScope(ByteBuffer* out, uint32_t which) : out_(out), enc_(out), start_(out->size()) {
+    outer_ = enc_.Begin(f::kTracePacket);
+    inner_ = enc_.Begin(which);
+  }
+  WireEncoder& enc() { return enc_; }
+  bool Finish() {
+    enc_.End(inner_);
+    enc_.End(outer_);
+    if (out_->ok()) return true;
+    out_->Truncate(start_);
+    return false;
+  }
+
+ private:
+  ByteBuffer* out_;
+  WireEncoder enc_;
+  size_t start_;
+  size_t outer_ = 0;
+  size_t inner_ = 0;
+};
+
+// Writes a packed repeated field of `count` values produced by `value(i)`, as varints, zigzag or not.
+template <typename Fn>
+void PackedVarints(WireEncoder& enc, uint32_t field, size_t count, Fn value) {
+  if (count == 0) return;
+  size_t mark = enc.Begin(field);
+  for (size_t i = 0; i < count; ++i) enc.RawVarint(value(i));
+  enc.End(mark);
+}
+
+// True if `get(i)` is the same for every event (the column is then written once).
+template <typename Fn>
+bool AllSame(size_t count, Fn get) {
+  for (size_t i = 1; i < count; ++i) {
+    if (get(i) != get(0)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool WriteHeader(ByteBuffer* out, const HeaderInfo& h) {
+  PacketScope p(out, f::packet::kHeader);
+  WireEncoder& e = p.enc();
+  e.Fixed64(f::header::kMagic, format::kMagic);
+  e.Uint64(f::header::kFormatVersion, format::kFormatVersion);
+  e.String(f::header::kToolVersion, h.tool_version);
+  e.Int32(f::header::kPid, h.pid);
+  e.Int32(f::header::kPpid, h.ppid);
+  for (int i = 0; i < h.argc; ++i) e.String(f::header::kArgv, h.argv[i]);
+  e.String(f::header::kHostname, h.hostname);
+  e.Uint64(f::header::kClockId, 1);  // CLOCK_MONOTONIC
+  e.Int64(f::header::kStartTimeNs, h.start_time_ns);
+  e.Int64(f::header::kStartUnixTimeNs, h.start_unix_time_ns);
+  e.Int32(f::header::kDriverVersion, h.driver_version);
+  e.Uint64(f::header::kStackDepth, h.stack_depth);
+  e.String(f::header::kExecutable, h.executable);
+  return p.Finish();
+}
+
+bool WriteDevice(ByteBuffer* out, const DeviceRecord& d) {
+  PacketScope p(out, f::packet::kDevice);
+  WireEncoder& e = p.enc();
+  e.Int32(f::device::kOrdinal, d.ordinal);
+  e.String(f::device::kName, d.name);
+  if (d.uuid_size != 0) e.Bytes(f::device::kUuid, d.uuid, d.uuid_size);
+  e.Uint64(f::device::kTotalMemory, d.total_memory);
+  e.Int32(f::device::kDriverVersion, d.driver_version);
+  return p.Finish();
+}
+
+bool WriteThread(ByteBuffer* out, uint32_t index, int32_t tid, const char* name) {
+  PacketScope p(out, f::packet::kThread);
+  WireEncoder& e = p.enc();
+  e.Uint64(f::thread::kIndex, index);
+  e.Int32(f::thread::kTid, tid);
+  e.String(f::thread::kName, name);
+  return p.Finish();
+}
+
+bool WriteModule(ByteBuffer* out, const ModuleEntry& m) {
+  PacketScope p(out, f::packet::kModule);
+  WireEncoder& e = p.enc();
+  e.Uint64(f::module::kId, m.id);
+  e.String(f::module::kPath, m.path);
+  e.Uint64(f::module::kLoadBias, m.load_bias);
+  e.Uint64(f::module::kStart, m.start);
+  e.Uint64(f::module::kEnd, m.end);
+  if (m.build_id_size != 0) e.Bytes(f::module::kBuildId, m.build_id, m.build_id_size);
+  return p.Finish();
+}
+
+bool WriteStackNodes(ByteBuffer* out, const StackTable& table, uint64_t first_id, uint64_t end_id) {
+  PacketScope p(out, f::packet::kStackNodes);
+  WireEncoder& e = p.enc();
+  size_t count = end_id - first_id;
+  e.Uint64(f::stack_nodes::kFirstId, first_id);
+  PackedVarints(e, f::stack_nodes::kParent, count, [&](size_t i) { return table.parent(first_id + i); });
+  PackedVarints(e, f::stack_nodes::kPc, count, [&](size_t i) { return table.pc(first_id + i); });
+  return p.Finish();
+}
+
+bool WriteStrings(ByteBuffer* out, uint32_t first_id, const char* const* values, size_t count) {
+  PacketScope p(out, f::packet::kStrings);
+  WireEncoder& e = p.enc();
+  e.Uint64(f::strings::kFirstId, first_id);
+  for (size_t i = 0; i < count; ++i) e.String(f::strings::kValue, values[i]);
+  return p.Finish();
+}
+
+bool WriteSymbols(ByteBuffer* out, const uint64_t* pcs, const uint32_t* functions, const uint32_t* modules,
+                  const uint64_t* offsets, size_t count) {
+  PacketScope p(out, f::packet::kSymbols);
+  WireEncoder& e = p.enc();
+  PackedVarints(e, f::symbols::kPc, count, [&](size_t i) { return pcs[i]; });
+  PackedVarints(e, f::symbols::kFunction, count, [&](size_t i) { return functions[i]; });
+  PackedVarints(e, f::symbols::kModule, count, [&](size_t i) { return modules[i]; });
+  PackedVarints(e, f::symbols::kOffset, count, [&](size_t i) { return offsets[i]; });
+  return p.Finish();
+}
+
+bool WriteEventBatch(ByteBuffer* out, const EventRecord* ev, size_t n) {
+  if (n == 0) return true;
+  namespace ef = f::events;
+  PacketScope p(out, f::packet::kEvents);
+  WireEncoder& e = p.enc();
+  e.Uint64(ef::kFirstSeq, ev[0].seq);
+  e.Int64(ef::kBaseTimeNs, ev[0].time_ns);
+  bool contiguous = true;
+  for (size_t i = 1; i < n && contiguous; ++i) contiguous = ev[i].seq == ev[i - 1].seq + 1;
+  if (!contiguous) {
+    PackedVarints(e, ef::kSeqDelta, n, [&](size_t i) {
+      return ZigZag(static_cast<int64_t>(ev[i].seq - (i == 0 ? ev[0].seq : ev[i - 1].seq)));
+    });
+  }
+  PackedVarints(e, ef::kTimeDeltaNs, n,
+                [&](size_t i) { return ZigZag(ev[i].time_ns - (i == 0 ? ev[0].time_ns : ev[i - 1].time_ns)); });
+  PackedVarints(e, ef::kApi, n, [&](size_t i) { return static_cast<uint64_t>(ev[i].api); });
+  PackedVarints(e, ef::kAddressDelta, n, [&](size_t i) {
+    return ZigZag(static_cast<int64_t>(ev[i].address - (i == 0 ? 0 : ev[i - 1].address)));
+  });
+  // Per-api columns: only rows whose api has the value.
+  auto info = [&](size_t i) { return format::FindApi(ev[i].api); };
+  {
+    size_t mark = e.Begin(ef::kSize);
+    for (size_t i = 0; i < n; ++i) {
+      const format::ApiInfo* a = info(i);
+      if (a != nullptr && a->op == format::Op::kAlloc) e.RawVarint(ev[i].size);
+    }
+    e.End(mark);
+  }
+  {
+    size_t mark = e.Begin(ef::kStream);
+    for (size_t i = 0; i < n; ++i) {
+      const format::ApiInfo* a = info(i);
+      if (a != nullptr && a->has_stream) e.RawVarint(ev[i].stream);
+    }
+    e.End(mark);
+  }
+  {
+    size_t mark = e.Begin(ef::kAux);
+    for (size_t i = 0; i < n; ++i) {
+      const format::ApiInfo* a = info(i);
+      if (a != nullptr && a->has_aux) e.RawVarint(ev[i].aux);
+    }
+    e.End(mark);
+  }
+  // Columns that are often the same for a whole batch are then written once.
+  auto stack = [&](size_t i) { return ev[i].stack; };
+  auto thread = [&](size_t i) { return static_cast<uint64_t>(ev[i].thread); };
+  auto device = [&](size_t i) { return ZigZag(ev[i].device); };
+  PackedVarints(e, ef::kStack, AllSame(n, stack) ? 1 : n, stack);
+  PackedVarints(e, ef::kThread, AllSame(n, thread) ? 1 : n, thread);
+  PackedVarints(e, ef::kDevice, AllSame(n, device) ? 1 : n, device);
+  for (size_t i = 0; i < n; ++i) {
+    if (ev[i].result == 0) continue;
+    size_t mark = e.Begin(ef::kFailures);
+    e.Uint64(f::failure::kRow, i);
+    e.Int32(f::failure::kResult, ev[i].result);
+    e.Uint64(f::failure::kFreeBytes, ev[i].free_bytes);
+    e.Uint64(f::failure::kTotalBytes, ev[i].total_bytes);
+    e.Bool(f::failure::kHasMemInfo, ev[i].has_mem_info);
+    e.End(mark);
+  }
+  return p.Finish();
+}
+
+bool WriteTrailer(ByteBuffer* out, const TrailerRecord& t) {
+  PacketScope p(out, f::packet::kTrailer);
+  WireEncoder& e = p.enc();
+  namespace tf = f::trailer;
+  e.Uint64(tf::kEvents, t.events);
+  e.Uint64(tf::kDroppedEvents, t.dropped_events);
+  e.Uint64(tf::kUnwindFailures, t.unwind_failures);
+  e.Uint64(tf::kTruncatedStacks, t.truncated_stacks);
+  e.Uint64(tf::kBytesWritten, t.bytes_written);
+  e.Uint64(tf::kStackNodes, t.stack_nodes);
+  e.Uint64(tf::kWrapperSlotsExhausted, t.wrapper_slots_exhausted);
+  e.Int64(tf::kEndTimeNs, t.end_time_ns);
+  e.Uint64(tf::kRecorderTimeNs, t.recorder_time_ns);
+  e.Uint64(tf::kFlushes, t.flushes);
+  return p.Finish();
+}
+
+}  // namespace cumemtrace::preload

@@ -1,0 +1,191 @@
+// Constants of the trace format shared by the preload (which cannot use the protoc-generated classes) and the
+// analyzer: the magic, the version, the field numbers the preload's encoder writes, and the api table that says
+// what each Api value means. Header-only, no dependencies, usable from the preload's no-libstdc++ build.
+//
+// The field numbers here must equal those in trace.proto: tests/conformance proves it by parsing what the preload's
+// encoder writes with the generated classes.
+#ifndef CUMEMTRACE_PROTO_FORMAT_H_
+#define CUMEMTRACE_PROTO_FORMAT_H_
+
+#include <stdint.h>
+
+namespace cumemtrace::format {
+
+inline constexpr uint64_t kMagic = 0x435254454d454d43ull;  // "CUMEMTRC" little-endian
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr int32_t kHostDevice = -1;
+
+// Field numbers (see trace.proto).
+namespace field {
+inline constexpr uint32_t kTracePacket = 1;
+namespace packet {
+inline constexpr uint32_t kHeader = 1, kThread = 2, kModule = 3, kStackNodes = 4, kEvents = 5, kStrings = 6,
+                          kSymbols = 7, kTrailer = 8, kDevice = 9;
+}
+namespace header {
+inline constexpr uint32_t kMagic = 1, kFormatVersion = 2, kToolVersion = 3, kPid = 4, kPpid = 5, kArgv = 6,
+                          kHostname = 7, kClockId = 8, kStartTimeNs = 9, kStartUnixTimeNs = 10,
+                          kDriverVersion = 11, kRuntimeVersion = 12, kStackDepth = 13, kExecutable = 14;
+}
+namespace device {
+inline constexpr uint32_t kOrdinal = 1, kName = 2, kUuid = 3, kTotalMemory = 4, kDriverVersion = 5;
+}
+namespace thread {
+inline constexpr uint32_t kIndex = 1, kTid = 2, kName = 3;
+}
+namespace module {
+inline constexpr uint32_t kId = 1, kPath = 2, kLoadBias = 3, kStart = 4, kEnd = 5, kBuildId = 6;
+}
+namespace stack_nodes {
+inline constexpr uint32_t kFirstId = 1, kParent = 2, kPc = 3;
+}
+namespace strings {
+inline constexpr uint32_t kFirstId = 1, kValue = 2;
+}
+namespace symbols {
+inline constexpr uint32_t kPc = 1, kFunction = 2, kModule = 3, kOffset = 4, kFile = 5, kLine = 6;
+}
+namespace events {
+inline constexpr uint32_t kFirstSeq = 1, kBaseTimeNs = 2, kSeqDelta = 3, kTimeDeltaNs = 4, kApi = 5,
+                          kAddressDelta = 6, kSize = 7, kStack = 8, kThread = 9, kDevice = 10, kStream = 11,
+                          kAux = 12, kFailures = 13;
+}
+namespace failure {
+inline constexpr uint32_t kRow = 1, kResult = 2, kFreeBytes = 3, kTotalBytes = 4, kHasMemInfo = 5;
+}
+namespace trailer {
+inline constexpr uint32_t kEvents = 1, kDroppedEvents = 2, kUnwindFailures = 3, kTruncatedStacks = 4,
+                          kBytesWritten = 5, kStackNodes = 6, kWrapperSlotsExhausted = 7, kEndTimeNs = 8,
+                          kRecorderTimeNs = 9, kFlushes = 10;
+}
+}  // namespace field
+
+// Api values (trace.proto's enum Api).
+enum class Api : uint32_t {
+  kUnknown = 0,
+  kCuMemAlloc = 1,
+  kCuMemAllocPitch = 2,
+  kCuMemAllocManaged = 3,
+  kCuMemAllocHost = 4,
+  kCuMemHostAlloc = 5,
+  kCuMemHostRegister = 6,
+  kCuMemAllocAsync = 7,
+  kCuMemAllocFromPoolAsync = 8,
+  kCuMemCreate = 9,
+  kCuMemAddressReserve = 10,
+  kCuMemMap = 11,
+  kCuMemFree = 20,
+  kCuMemFreeHost = 21,
+  kCuMemHostUnregister = 22,
+  kCuMemFreeAsync = 23,
+  kCuMemRelease = 24,
+  kCuMemAddressFree = 25,
+  kCuMemUnmap = 26,
+  kCudaMalloc = 40,
+  kCudaMallocPitch = 41,
+  kCudaMallocManaged = 42,
+  kCudaMallocHost = 43,
+  kCudaHostAlloc = 44,
+  kCudaHostRegister = 45,
+  kCudaMallocAsync = 46,
+  kCudaFree = 60,
+  kCudaFreeHost = 61,
+  kCudaHostUnregister = 62,
+  kCudaFreeAsync = 63,
+};
+
+enum class Op : uint8_t { kNone, kAlloc, kFree };
+
+// Memory kinds, each its own timeline per device. Spelled in reports and JSON as KindName() returns.
+enum class Kind : uint8_t {
+  kUnknown,         // a free: its kind is the kind of the allocation it frees
+  kDevice,
+  kPinnedHost,
+  kRegisteredHost,
+  kManaged,
+  kPool,            // stream-ordered (cudaMallocAsync / cuMemAllocFromPoolAsync)
+  kVmmPhysical,     // cuMemCreate handles: physical memory
+  kVmmMapped,       // cuMemMap ranges: physical memory made visible at an address (not counted twice)
+  kAddressReserve,  // cuMemAddressReserve: address space, never memory
+};
+inline constexpr int kNumKinds = 9;
+
+// Allocations and frees pair up within an address space: plain allocations (all of one unified address space),
+// VMM handles, VMM mappings and address reservations are four separate spaces.
+enum class Space : uint8_t { kAllocation, kVmmHandle, kVmmMapping, kAddressReservation };
+
+struct ApiInfo {
+  Api api;
+  const char* name;
+  Op op;
+  Kind kind;       // for allocations; kUnknown for frees
+  Space space;
+  bool has_stream;
+  bool has_aux;
+};
+
+// The one table of what each api does.
+inline constexpr ApiInfo kApiTable[] = {
+    {Api::kCuMemAlloc, "cuMemAlloc", Op::kAlloc, Kind::kDevice, Space::kAllocation, false, false},
+    {Api::kCuMemAllocPitch, "cuMemAllocPitch", Op::kAlloc, Kind::kDevice, Space::kAllocation, false, false},
+    {Api::kCuMemAllocManaged, "cuMemAllocManaged", Op::kAlloc, Kind::kManaged, Space::kAllocation, false, false},
+    {Api::kCuMemAllocHost, "cuMemAllocHost", Op::kAlloc, Kind::kPinnedHost, Space::kAllocation, false, false},
+    {Api::kCuMemHostAlloc, "cuMemHostAlloc", Op::kAlloc, Kind::kPinnedHost, Space::kAllocation, false, false},
+    {Api::kCuMemHostRegister, "cuMemHostRegister", Op::kAlloc, Kind::kRegisteredHost, Space::kAllocation, false,
+     false},
+    {Api::kCuMemAllocAsync, "cuMemAllocAsync", Op::kAlloc, Kind::kPool, Space::kAllocation, true, false},
+    {Api::kCuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", Op::kAlloc, Kind::kPool, Space::kAllocation, true,
+     false},
+    {Api::kCuMemCreate, "cuMemCreate", Op::kAlloc, Kind::kVmmPhysical, Space::kVmmHandle, false, false},
+    {Api::kCuMemAddressReserve, "cuMemAddressReserve", Op::kAlloc, Kind::kAddressReserve,
+     Space::kAddressReservation, false, false},
+    {Api::kCuMemMap, "cuMemMap", Op::kAlloc, Kind::kVmmMapped, Space::kVmmMapping, false, true},
+    {Api::kCuMemFree, "cuMemFree", Op::kFree, Kind::kUnknown, Space::kAllocation, false, false},
+    {Api::kCuMemFreeHost, "cuMemFreeHost", Op::kFree, Kind::kUnknown, Space::kAllocation, false, false},
+    {Api::kCuMemHostUnregister, "cuMemHostUnregister", Op::kFree, Kind::kUnknown, Space::kAllocation, false,
+     false},
+    {Api::kCuMemFreeAsync, "cuMemFreeAsync", Op::kFree, Kind::kUnknown, Space::kAllocation, true, false},
+    {Api::kCuMemRelease, "cuMemRelease", Op::kFree, Kind::kUnknown, Space::kVmmHandle, false, false},
+    {Api::kCuMemAddressFree, "cuMemAddressFree", Op::kFree, Kind::kUnknown, Space::kAddressReservation, false,
+     false},
+    {Api::kCuMemUnmap, "cuMemUnmap", Op::kFree, Kind::kUnknown, Space::kVmmMapping, false, false},
+    {Api::kCudaMalloc, "cudaMalloc", Op::kAlloc, Kind::kDevice, Space::kAllocation, false, false},
+    {Api::kCudaMallocPitch, "cudaMallocPitch", Op::kAlloc, Kind::kDevice, Space::kAllocation, false, false},
+    {Api::kCudaMallocManaged, "cudaMallocManaged", Op::kAlloc, Kind::kManaged, Space::kAllocation, false, false},
+    {Api::kCudaMallocHost, "cudaMallocHost", Op::kAlloc, Kind::kPinnedHost, Space::kAllocation, false, false},
+    {Api::kCudaHostAlloc, "cudaHostAlloc", Op::kAlloc, Kind::kPinnedHost, Space::kAllocation, false, false},
+    {Api::kCudaHostRegister, "cudaHostRegister", Op::kAlloc, Kind::kRegisteredHost, Space::kAllocation, false,
+     false},
+    {Api::kCudaMallocAsync, "cudaMallocAsync", Op::kAlloc, Kind::kPool, Space::kAllocation, true, false},
+    {Api::kCudaFree, "cudaFree", Op::kFree, Kind::kUnknown, Space::kAllocation, false, false},
+    {Api::kCudaFreeHost, "cudaFreeHost", Op::kFree, Kind::kUnknown, Space::kAllocation, false, false},
+    {Api::kCudaHostUnregister, "cudaHostUnregister", Op::kFree, Kind::kUnknown, Space::kAllocation, false, false},
+    {Api::kCudaFreeAsync, "cudaFreeAsync", Op::kFree, Kind::kUnknown, Space::kAllocation, true, false},
+};
+
+// Returns the table row for `api`, or nullptr for a value this version does not know.
+inline constexpr const ApiInfo* FindApi(uint32_t api) {
+  for (const ApiInfo& info : kApiTable) {
+    if (static_cast<uint32_t>(info.api) == api) return &info;
+  }
+  return nullptr;
+}
+
+inline constexpr const char* KindName(Kind kind) {
+  switch (kind) {
+    case Kind::kDevice: return "device";
+    case Kind::kPinnedHost: return "pinned_host";
+    case Kind::kRegisteredHost: return "registered_host";
+    case Kind::kManaged: return "managed";
+    case Kind::kPool: return "pool";
+    case Kind::kVmmPhysical: return "vmm_physical";
+    case Kind::kVmmMapped: return "vmm_mapped";
+    case Kind::kAddressReserve: return "address_reserve";
+    case Kind::kUnknown: break;
+  }
+  return "unknown";
+}
+
+}  // namespace cumemtrace::format
+
+#endif  // CUMEMTRACE_PROTO_FORMAT_H_
