@@ -1,0 +1,297 @@
+// Conformance of the preload's wire encoder (preload/trace_writer.cc) with trace.proto: every packet kind is
+// written by the preload's code, parsed by protoc's generated classes, and compared field by field with what was
+// meant, including the edge cases of the encoding (zero values, negative numbers, lengths that need more than one
+// byte, 64-bit extremes, per-batch constant columns).
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "preload/byte_buffer.h"
+#include "preload/event_record.h"
+#include "preload/module_map.h"
+#include "preload/stack_table.h"
+#include "preload/trace_writer.h"
+#include "proto/format.h"
+#include "proto/trace.pb.h"
+
+namespace cumemtrace::preload {
+namespace {
+
+using format::Api;
+
+class EncoderConformance : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(buffer_.Init(1 << 16)); }
+  void TearDown() override { buffer_.Release(); }
+
+  // Parses the buffer as a Trace and returns its only packet.
+  cumemtrace::format::Packet OnlyPacket() {
+    cumemtrace::format::Trace trace;
+    EXPECT_TRUE(trace.ParseFromArray(buffer_.data(), static_cast<int>(buffer_.size())));
+    EXPECT_EQ(trace.packet_size(), 1);
+    return trace.packet_size() == 1 ? trace.packet(0) : cumemtrace::format::Packet();
+  }
+
+  ByteBuffer buffer_;
+};
+
+TEST_F(EncoderConformance, Header) {
+  const char* argv[] = {"python", "train.py", ""};
+  HeaderInfo h{};
+  h.tool_version = "0.1.0";
+  h.pid = 4242;
+  h.ppid = -1;  // negative int32: ten bytes on the wire
+  h.argv = argv;
+  h.argc = 3;
+  h.hostname = "gpu-host";
+  h.executable = "/usr/bin/python3.12";
+  h.start_time_ns = std::numeric_limits<int64_t>::max();
+  h.start_unix_time_ns = 1795000000123456789;
+  h.driver_version = 13000;
+  h.stack_depth = 64;
+  ASSERT_TRUE(WriteHeader(&buffer_, h));
+  auto p = OnlyPacket();
+  ASSERT_TRUE(p.has_header());
+  const auto& got = p.header();
+  EXPECT_EQ(got.magic(), format::kMagic);
+  EXPECT_EQ(got.format_version(), format::kFormatVersion);
+  EXPECT_EQ(got.tool_version(), "0.1.0");
+  EXPECT_EQ(got.pid(), 4242);
+  EXPECT_EQ(got.ppid(), -1);
+  ASSERT_EQ(got.argv_size(), 3);
+  EXPECT_EQ(got.argv(0), "python");
+  EXPECT_EQ(got.argv(1), "train.py");
+  EXPECT_EQ(got.argv(2), "");
+  EXPECT_EQ(got.hostname(), "gpu-host");
+  EXPECT_EQ(got.executable(), "/usr/bin/python3.12");
+  EXPECT_EQ(got.clock_id(), 1u);
+  EXPECT_EQ(got.start_time_ns(), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(got.start_unix_time_ns(), 1795000000123456789);
+  EXPECT_EQ(got.driver_version(), 13000);
+  EXPECT_EQ(got.stack_depth(), 64u);
+}
+
+TEST_F(EncoderConformance, DeviceThreadModule) {
+  uint8_t uuid[16];
+  for (int i = 0; i < 16; ++i) uuid[i] = static_cast<uint8_t>(0xf0 + i);
+  DeviceRecord d{0, "NVIDIA H100 80GB HBM3", uuid, 16, 85045477376ull, 13000};
+  ASSERT_TRUE(WriteDevice(&buffer_, d));
+  ASSERT_TRUE(WriteDevice(&buffer_, DeviceRecord{-1, "host", nullptr, 0, 0, 0}));
+  ASSERT_TRUE(WriteThread(&buffer_, 7, 123456, "pt_data_pin"));
+  ModuleEntry m;
+  std::memset(&m, 0, sizeof(m));
+  m.id = 3;
+  std::strcpy(m.path, "/usr/lib/libc10_cuda.so");
+  m.load_bias = 0x7f0000000000;
+  m.start = 0x7f0000001000;
+  m.end = 0x7f0000200000;
+  m.build_id_size = 20;
+  for (int i = 0; i < 20; ++i) m.build_id[i] = static_cast<uint8_t>(i * 13);
+  ASSERT_TRUE(WriteModule(&buffer_, m));
+
+  cumemtrace::format::Trace trace;
+  ASSERT_TRUE(trace.ParseFromArray(buffer_.data(), static_cast<int>(buffer_.size())));
+  ASSERT_EQ(trace.packet_size(), 4);
+  const auto& dev = trace.packet(0).device();
+  EXPECT_EQ(dev.ordinal(), 0);
+  EXPECT_EQ(dev.name(), "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(dev.uuid(), std::string(reinterpret_cast<char*>(uuid), 16));
+  EXPECT_EQ(dev.total_memory(), 85045477376ull);
+  EXPECT_EQ(dev.driver_version(), 13000);
+  EXPECT_EQ(trace.packet(1).device().ordinal(), -1);
+  EXPECT_EQ(trace.packet(1).device().name(), "host");
+  const auto& th = trace.packet(2).thread();
+  EXPECT_EQ(th.index(), 7u);
+  EXPECT_EQ(th.tid(), 123456);
+  EXPECT_EQ(th.name(), "pt_data_pin");
+  const auto& mod = trace.packet(3).module();
+  EXPECT_EQ(mod.id(), 3u);
+  EXPECT_EQ(mod.path(), "/usr/lib/libc10_cuda.so");
+  EXPECT_EQ(mod.load_bias(), 0x7f0000000000u);
+  EXPECT_EQ(mod.start(), 0x7f0000001000u);
+  EXPECT_EQ(mod.end(), 0x7f0000200000u);
+  EXPECT_EQ(mod.build_id(), std::string(reinterpret_cast<char*>(m.build_id), 20));
+}
+
+TEST_F(EncoderConformance, StackNodesMatchTheTable) {
+  StackTable table;
+  // Two stacks sharing their two outermost frames; large pcs need ten-byte varints in the packed arrays.
+  const uintptr_t a[] = {0xffffffffffff0001ull, 0x7f00000000a2, 0x401000};
+  const uintptr_t b[] = {0x7f00000000b1, 0x7f00000000a2, 0x401000};
+  uint64_t id_a = table.Intern(a, 3);
+  uint64_t id_b = table.Intern(b, 3);
+  ASSERT_EQ(table.node_count(), 4u);
+  ASSERT_TRUE(WriteStackNodes(&buffer_, table, 1, table.next_id()));
+  auto p = OnlyPacket();
+  const auto& nodes = p.stack_nodes();
+  EXPECT_EQ(nodes.first_id(), 1u);
+  ASSERT_EQ(nodes.parent_size(), 4);
+  ASSERT_EQ(nodes.pc_size(), 4);
+  auto walk = [&](uint64_t id) {
+    std::vector<uint64_t> pcs;
+    while (id != 0) {
+      pcs.push_back(nodes.pc(static_cast<int>(id - 1)));
+      id = nodes.parent(static_cast<int>(id - 1));
+    }
+    return pcs;
+  };
+  EXPECT_EQ(walk(id_a), std::vector<uint64_t>(a, a + 3));
+  EXPECT_EQ(walk(id_b), std::vector<uint64_t>(b, b + 3));
+  table.Reset();
+}
+
+TEST_F(EncoderConformance, StringsAndSymbols) {
+  const char* names[] = {"_ZN3c104cuda20CUDACachingAllocator6mallocEPPvim", "main"};
+  ASSERT_TRUE(WriteStrings(&buffer_, 1, names, 2));
+  const uint64_t pcs[] = {0x401000, 0x7fffffffffff};
+  const uint32_t functions[] = {2, 0};
+  const uint32_t modules[] = {1, 300};
+  const uint64_t offsets[] = {0x10, 0};
+  ASSERT_TRUE(WriteSymbols(&buffer_, pcs, functions, modules, offsets, 2));
+  cumemtrace::format::Trace trace;
+  ASSERT_TRUE(trace.ParseFromArray(buffer_.data(), static_cast<int>(buffer_.size())));
+  ASSERT_EQ(trace.packet_size(), 2);
+  const auto& s = trace.packet(0).strings();
+  EXPECT_EQ(s.first_id(), 1u);
+  ASSERT_EQ(s.value_size(), 2);
+  EXPECT_EQ(s.value(0), names[0]);
+  EXPECT_EQ(s.value(1), "main");
+  const auto& sym = trace.packet(1).symbols();
+  ASSERT_EQ(sym.pc_size(), 2);
+  EXPECT_EQ(sym.pc(1), 0x7fffffffffffu);
+  EXPECT_EQ(sym.function(0), 2u);
+  EXPECT_EQ(sym.function(1), 0u);
+  EXPECT_EQ(sym.module(1), 300u);
+  EXPECT_EQ(sym.offset(0), 0x10u);
+}
+
+EventRecord Event(uint64_t seq, int64_t time, Api api, uint64_t address, uint64_t size) {
+  EventRecord e{};
+  e.seq = seq;
+  e.time_ns = time;
+  e.api = static_cast<uint16_t>(api);
+  e.address = address;
+  e.size = size;
+  e.stack = 5;
+  e.thread = 1;
+  e.device = 0;
+  return e;
+}
+
+TEST_F(EncoderConformance, EventBatchColumns) {
+  std::vector<EventRecord> ev;
+  ev.push_back(Event(10, 1000, Api::kCudaMalloc, 0x7f0000000000, 1 << 20));
+  ev.push_back(Event(12, 900, Api::kCuMemAllocAsync, 0x7f0000100000, 300));  // time goes back, seq skips
+  ev.back().stream = 0xdeadbeef;
+  ev.back().thread = 2;
+  ev.push_back(Event(11, 2000, Api::kCuMemFree, 0x7f0000000000, 0));
+  ev.back().device = -1;
+  ev.push_back(Event(13, 2500, Api::kCuMemMap, 0x10000, 4096));
+  ev.back().aux = 77;
+  ev.push_back(Event(14, 3000, Api::kCuMemAlloc, 0, 1ull << 50));
+  ev.back().result = 2;
+  ev.back().has_mem_info = true;
+  ev.back().free_bytes = 123;
+  ev.back().total_bytes = 456;
+  ev.back().stack = 9;
+  ASSERT_TRUE(WriteEventBatch(&buffer_, ev.data(), ev.size()));
+  auto p = OnlyPacket();
+  ASSERT_TRUE(p.has_events());
+  const auto& b = p.events();
+  EXPECT_EQ(b.first_seq(), 10u);
+  EXPECT_EQ(b.base_time_ns(), 1000);
+  ASSERT_EQ(b.api_size(), 5);
+  ASSERT_EQ(b.seq_delta_size(), 5);
+  ASSERT_EQ(b.time_delta_ns_size(), 5);
+  uint64_t seq = b.first_seq();
+  int64_t time = b.base_time_ns();
+  uint64_t address = 0;
+  for (int i = 0; i < 5; ++i) {
+    seq += b.seq_delta(i);
+    time += b.time_delta_ns(i);
+    address += static_cast<uint64_t>(b.address_delta(i));
+    EXPECT_EQ(seq, ev[i].seq) << i;
+    EXPECT_EQ(time, ev[i].time_ns) << i;
+    EXPECT_EQ(address, ev[i].address) << i;
+    EXPECT_EQ(b.api(i), ev[i].api) << i;
+  }
+  // size: the four allocating rows; stream: the async row; aux: the map row.
+  ASSERT_EQ(b.size_size(), 4);
+  EXPECT_EQ(b.size(0), 1u << 20);
+  EXPECT_EQ(b.size(1), 300u);
+  EXPECT_EQ(b.size(2), 4096u);
+  EXPECT_EQ(b.size(3), 1ull << 50);
+  ASSERT_EQ(b.stream_size(), 1);
+  EXPECT_EQ(b.stream(0), 0xdeadbeefu);
+  ASSERT_EQ(b.aux_size(), 1);
+  EXPECT_EQ(b.aux(0), 77u);
+  ASSERT_EQ(b.stack_size(), 5);
+  EXPECT_EQ(b.stack(4), 9u);
+  ASSERT_EQ(b.thread_size(), 5);
+  EXPECT_EQ(b.thread(1), 2u);
+  ASSERT_EQ(b.device_size(), 5);
+  EXPECT_EQ(b.device(2), -1);
+  ASSERT_EQ(b.failures_size(), 1);
+  EXPECT_EQ(b.failures(0).row(), 4u);
+  EXPECT_EQ(b.failures(0).result(), 2);
+  EXPECT_TRUE(b.failures(0).has_mem_info());
+  EXPECT_EQ(b.failures(0).free_bytes(), 123u);
+  EXPECT_EQ(b.failures(0).total_bytes(), 456u);
+}
+
+TEST_F(EncoderConformance, ConstantColumnsAreWrittenOnceAndContiguousSeqOmitted) {
+  std::vector<EventRecord> ev;
+  for (int i = 0; i < 300; ++i) ev.push_back(Event(100 + i, 10 * i, Api::kCuMemAlloc, 0x1000 * (i + 1), 64));
+  ev[0].result = -1;  // negative results survive (int32 sign extension)
+  ASSERT_TRUE(WriteEventBatch(&buffer_, ev.data(), ev.size()));
+  auto p = OnlyPacket();
+  const auto& b = p.events();
+  EXPECT_EQ(b.seq_delta_size(), 0);
+  EXPECT_EQ(b.api_size(), 300);
+  EXPECT_EQ(b.stack_size(), 1);
+  EXPECT_EQ(b.thread_size(), 1);
+  EXPECT_EQ(b.device_size(), 1);
+  EXPECT_EQ(b.stack(0), 5u);
+  ASSERT_EQ(b.failures_size(), 1);
+  EXPECT_EQ(b.failures(0).row(), 0u);
+  EXPECT_EQ(b.failures(0).result(), -1);
+  EXPECT_FALSE(b.failures(0).has_mem_info());
+}
+
+TEST_F(EncoderConformance, TrailerAndLongFields) {
+  TrailerRecord t{};
+  t.events = 1;
+  t.dropped_events = 2;
+  t.unwind_failures = 3;
+  t.truncated_stacks = 4;
+  t.bytes_written = ~0ull;
+  t.stack_nodes = 6;
+  t.wrapper_slots_exhausted = 7;
+  t.end_time_ns = -8;
+  t.recorder_time_ns = 9;
+  t.flushes = 10;
+  ASSERT_TRUE(WriteTrailer(&buffer_, t));
+  // A string long enough that its length and the enclosing lengths need several varint bytes.
+  std::string long_name(100000, 'x');
+  ASSERT_TRUE(WriteThread(&buffer_, 1, 1, long_name.c_str()));
+  cumemtrace::format::Trace trace;
+  ASSERT_TRUE(trace.ParseFromArray(buffer_.data(), static_cast<int>(buffer_.size())));
+  ASSERT_EQ(trace.packet_size(), 2);
+  const auto& tr = trace.packet(0).trailer();
+  EXPECT_EQ(tr.events(), 1u);
+  EXPECT_EQ(tr.dropped_events(), 2u);
+  EXPECT_EQ(tr.unwind_failures(), 3u);
+  EXPECT_EQ(tr.truncated_stacks(), 4u);
+  EXPECT_EQ(tr.bytes_written(), ~0ull);
+  EXPECT_EQ(tr.stack_nodes(), 6u);
+  EXPECT_EQ(tr.wrapper_slots_exhausted(), 7u);
+  EXPECT_EQ(tr.end_time_ns(), -8);
+  EXPECT_EQ(tr.recorder_time_ns(), 9u);
+  EXPECT_EQ(tr.flushes(), 10u);
+  EXPECT_EQ(trace.packet(1).thread().name(), long_name);
+}
+
+}  // namespace
+}  // namespace cumemtrace::preload
