@@ -11,7 +11,7 @@ namespace cumemtrace::preload {
 namespace {
 
 AddressRange g_own;
-// Our own frames above the user's (recorder, hook, wrapper): never more than this many.
+// Our own frames in a stack (recorder, hooks, wrappers): never more than this many.
 constexpr int kMaxOwnFrames = 16;
 
 }  // namespace
@@ -28,16 +28,14 @@ int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated) {
   int want = max_depth + kMaxOwnFrames + 1;
   int n = unw_backtrace(raw, want);
   if (n <= 0) return -1;
-  int skip = 0;
-  while (skip < n && g_own.Contains(reinterpret_cast<uintptr_t>(raw[skip]))) ++skip;
-  int count = n - skip;
-  if (count > max_depth) {
-    count = max_depth;
-    *truncated = true;
-  } else if (n == want) {
-    *truncated = true;  // the own-frame allowance was not enough to reach the bottom
+  // Every frame of this library goes: the recorder and hook frames above the caller, and the runtime hook's frame
+  // in the middle of a stack (user code -> our cudaMalloc -> the real cudaMalloc -> our driver hook).
+  int count = 0;
+  for (int i = 0; i < n && count < max_depth; ++i) {
+    uintptr_t pc = reinterpret_cast<uintptr_t>(raw[i]);
+    if (!g_own.Contains(pc)) pcs[count++] = pc;
   }
-  for (int i = 0; i < count; ++i) pcs[i] = reinterpret_cast<uintptr_t>(raw[skip + i]);
+  if (count == max_depth || n == want) *truncated = true;
   return count;
 }
 

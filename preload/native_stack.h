@@ -1,5 +1,5 @@
 // Native stacks with libunwind's unw_backtrace (fast path with a per-thread cache). Frames inside
-// libcumemtrace.so itself are cut off, so a stack starts at the caller of the CUDA function.
+// libcumemtrace.so itself are left out, so a stack reads as if the program called CUDA directly.
 #ifndef CUMEMTRACE_PRELOAD_NATIVE_STACK_H_
 #define CUMEMTRACE_PRELOAD_NATIVE_STACK_H_
 
