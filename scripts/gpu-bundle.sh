@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds cumemtrace here for a machine that has a GPU but no package registry (the validation machine): the
+# preload gets libunwind.so.8 beside it, the analyzer gets its shared libraries (protobuf, Abseil, libstdc++) in
+# build/analyzer/lib, found through its RUNPATH $ORIGIN/lib. The glibc of that machine must be at least this one's.
+# Usage: scripts/gpu-bundle.sh [build-dir [bundle-dir]]
+# The bundle (default gpu-build/, git-ignored) holds only what runs there, small enough to carry:
+#   preload/libcumemtrace.so, preload/libunwind.so.8, analyzer/cumem-analyze, analyzer/lib/*.so
+# Then on that machine: BUILD=gpu-build bash scripts/gpu-check.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${1:-build-gpu}
+bundle=${2:-gpu-build}
+scripts/setup.sh "$build_dir" -DCUMEMTRACE_BUNDLE_LIBUNWIND=ON -DCUMEMTRACE_BUILD_TESTS=OFF
+cmake --build "$build_dir" --target cumemtrace cumem-analyze
+rm -rf "$bundle"
+mkdir -p "$bundle/preload" "$bundle/analyzer/lib"
+cp "$build_dir/preload/libcumemtrace.so" "$build_dir/preload/libunwind.so.8" "$bundle/preload/"
+cp "$build_dir/analyzer/cumem-analyze" "$bundle/analyzer/"
+lib_dir=$bundle/analyzer/lib
+# Everything the analyzer links except the C library itself, which must be the machine's own.
+ldd "$build_dir/analyzer/cumem-analyze" | awk '/=> \// {print $3}' |
+  grep -v -E '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' | while read -r lib; do
+  cp -L "$lib" "$lib_dir/"
+done
+du -sh "$bundle"
