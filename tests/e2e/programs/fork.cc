@@ -1,0 +1,60 @@
+// End-to-end test program (h): fork, as a PyTorch DataLoader worker is made. The parent allocates and forks; the
+// child allocates (at addresses the parent will also get, since it inherits the driver's state) and ends with
+// _exit(0), so no exit handler runs in it; the parent waits and allocates more. The parent's trace must hold the
+// parent's events only and end cleanly; the child must neither crash nor write into the parent's trace.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cuda.h>
+
+#include "program_support.h"
+
+namespace {
+
+namespace e2e = cumemtrace::e2e;
+
+[[noreturn]] void RunChild(CUdeviceptr inherited) {
+  CUdeviceptr p = 0;
+  void* host = nullptr;
+  if (cuMemAlloc(&p, 2 * e2e::kMiB) != CUDA_SUCCESS) _exit(10);
+  if (cuMemHostAlloc(&host, 128 * e2e::kKiB, 0) != CUDA_SUCCESS) _exit(11);
+  static_cast<char*>(host)[0] = 1;
+  if (cuMemFree(inherited) != CUDA_SUCCESS) _exit(12);
+  if (cuMemFree(p) != CUDA_SUCCESS) _exit(13);
+  _exit(0);  // like os._exit in a DataLoader worker: nothing at exit runs
+}
+
+}  // namespace
+
+int main() {
+  E2E_CHECK_CU(cuInit(0));
+  CUdeviceptr a = 0, b = 0;
+  void* pinned = nullptr;
+  E2E_CHECK_CU(cuMemAlloc(&a, 1 * e2e::kMiB));
+  E2E_CHECK_CU(cuMemAlloc(&b, 2 * e2e::kMiB));
+  E2E_CHECK_CU(cuMemHostAlloc(&pinned, 64 * e2e::kKiB, CU_MEMHOSTALLOC_PORTABLE));
+
+  const pid_t child = fork();
+  E2E_CHECK(child >= 0);
+  if (child == 0) RunChild(b);
+  int status = 0;
+  E2E_CHECK(waitpid(child, &status, 0) == child);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    e2e::Fail(__FILE__, __LINE__, "child exited cleanly", WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status));
+  }
+
+  // After the child: the same addresses the child got, now in the parent.
+  CUdeviceptr c = 0;
+  E2E_CHECK_CU(cuMemAlloc(&c, 2 * e2e::kMiB));
+  E2E_CHECK_CU(cuMemFree(a));
+  CUdeviceptr big = 0;
+  const CUresult big_result = cuMemAlloc(&big, e2e::kPlantedFailureBytes);
+  if (big_result == CUDA_SUCCESS) {
+    E2E_CHECK_CU(cuMemFree(big));
+  } else {
+    E2E_CHECK_RESULT(big_result, CUDA_ERROR_OUT_OF_MEMORY);
+  }
+  E2E_CHECK_CU(cuMemFreeHost(pinned));
+  // Leaked on purpose: b, c.
+  return 0;
+}

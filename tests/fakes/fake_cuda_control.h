@@ -1,0 +1,36 @@
+// Test double: fake-only controls of the fake libcuda.so.1, which no real CUDA library has.
+//
+// Why this exists: the fake driver's ledger (the oracle of the end-to-end tests) must say which runtime call a
+// driver call served, so that a test can check that cumemtrace labels a cudaMalloc as cudaMalloc. The fake
+// libcudart.so.13 finds this function with dlsym() on its libcuda handle (it is not a driver API function, so it is
+// never obtained through cuGetProcAddress) and sets the label around each driver call it makes.
+//
+// Environment variables the fake libcuda.so.1 reads (once, at its first call):
+//   FAKE_CUDA_LEDGER=<path>         append one line per served memory call (see fake_ledger.h for the format)
+//   FAKE_CUDA_TOTAL_BYTES=<bytes>   device memory per device (default 80 GiB)
+//   FAKE_CUDA_FAIL_ABOVE=<bytes>    every memory-allocating call asking for more fails with CUDA_ERROR_OUT_OF_MEMORY
+//   FAKE_CUDA_DEVICE=<ordinal>      the current device of a thread that has not set a context (default 0)
+//   FAKE_CUDA_DEVICE_COUNT=<n>      number of devices (default 2, at most kFakeCudaMaxDevices)
+// Never include this from cumemtrace itself: the preload must not know it runs on a fake.
+#ifndef CUMEMTRACE_TESTS_FAKES_FAKE_CUDA_CONTROL_H_
+#define CUMEMTRACE_TESTS_FAKES_FAKE_CUDA_CONTROL_H_
+
+inline constexpr int kFakeCudaMaxDevices = 8;
+inline constexpr int kFakeCudaDriverVersion = 13000;
+// cuMemCreate / cuMemAddressReserve / cuMemMap granularity.
+inline constexpr unsigned long long kFakeCudaGranularity = 2ull << 20;
+// cuMemAllocPitch's pitch alignment.
+inline constexpr unsigned long long kFakeCudaPitchAlignment = 512;
+// Preferred start of the fake device address range (where nothing else lives in a normal x86-64 process).
+inline constexpr unsigned long long kFakeCudaArenaHint = 0x200000000000ull;
+
+extern "C" {
+// Labels every ledger line written by the calling thread until called again; nullptr or "" clears the label.
+// `runtime_api` must stay valid until the label is cleared (a string literal).
+void FakeCudaSetRuntimeCaller(const char* runtime_api);
+}
+
+// The name FakeCudaSetRuntimeCaller is looked up by.
+inline constexpr char kFakeCudaSetRuntimeCallerSymbol[] = "FakeCudaSetRuntimeCaller";
+
+#endif  // CUMEMTRACE_TESTS_FAKES_FAKE_CUDA_CONTROL_H_
