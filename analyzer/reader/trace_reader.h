@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "proto/format.h"
 
 namespace cumemtrace::analyzer {
@@ -109,9 +110,14 @@ class TraceVisitor {
   virtual void OnThread(const ThreadInfo&) {}   // again for a thread whose name changed
   virtual void OnModule(const ModuleInfo&) {}
   virtual void OnStackNode(const StackNode&) {}
-  virtual void OnString(uint32_t id, const std::string& value) {}
+  virtual void OnString(uint32_t /*id*/, const std::string& /*value*/) {}
   virtual void OnSymbol(const SymbolInfo&) {}
   virtual void OnEvent(const Event&) {}
+  // Events in chunks, in order, as the reader has them ready. The default hands them to OnEvent one by one;
+  // visitors that can use the look-ahead (prefetching) override it. A visitor sees each event once either way.
+  virtual void OnEvents(absl::Span<const Event> events) {
+    for (const Event& e : events) OnEvent(e);
+  }
   virtual void OnTrailer(const TrailerInfo&) {}
 };
 

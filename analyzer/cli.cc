@@ -1,0 +1,156 @@
+// RunCli: from arguments to exit status. Chooses what the model must compute for the subcommand, builds the
+// report, renders it. It must never print a partial report for unreadable input: errors are one line on `err`.
+#include "analyzer/cli.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "analyzer/command_line.h"
+#include "analyzer/model/analysis.h"
+#include "analyzer/render/json_events.h"
+#include "analyzer/render/json_reports.h"
+#include "analyzer/render/output.h"
+#include "analyzer/render/text_events.h"
+#include "analyzer/render/text_reports.h"
+#include "analyzer/reports/events_report.h"
+#include "analyzer/reports/summary_report.h"
+
+#ifndef CUMEMTRACE_VERSION
+#define CUMEMTRACE_VERSION "unknown"
+#endif
+
+namespace cumemtrace::analyzer {
+namespace {
+
+constexpr char kTool[] = "cumem-analyze";
+constexpr size_t kJsonFrames = 64;
+constexpr size_t kSummaryTextGroups = 5;
+
+size_t DefaultTextFrames(Command command) {
+  switch (command) {
+    case Command::kSummary: return 3;
+    case Command::kPeak:
+    case Command::kOom: return 12;
+    default: return 8;
+  }
+}
+
+AnalyzeOptions OptionsFor(const CommandLine& cl) {
+  AnalyzeOptions o;
+  o.max_groups = std::max<size_t>(cl.top, 1);
+  o.peak_snapshots = cl.command == Command::kSummary || cl.command == Command::kPeak;
+  o.oom_snapshots = cl.command == Command::kSummary || cl.command == Command::kOom;
+  o.pinned = cl.command == Command::kSummary || cl.command == Command::kPinned;
+  return o;
+}
+
+ReportOptions ReportOptionsFor(const CommandLine& cl) {
+  ReportOptions r;
+  r.top = cl.top;
+  if (!cl.json && cl.command == Command::kSummary && !cl.top_given) r.top = kSummaryTextGroups;
+  r.frames = cl.frames.value_or(cl.json ? kJsonFrames : DefaultTextFrames(cl.command));
+  return r;
+}
+
+void Write(const std::string& text, std::FILE* f) { std::fwrite(text.data(), 1, text.size(), f); }
+
+int Fail(const absl::Status& status, std::FILE* err) {
+  Write(absl::StrCat(kTool, ": ", status.message(), "\n"), err);
+  return kExitBadInput;
+}
+
+void Warn(const TraceInfo& info, std::FILE* err) {
+  const std::string warning = TraceWarning(info);
+  if (!warning.empty()) Write(warning + "\n", err);
+}
+
+int RunEvents(const CommandLine& cl, std::FILE* out, std::FILE* err) {
+  TraceInfo info;
+  BufferedOutput buffered(out);
+  absl::Status status;
+  if (cl.json) {
+    JsonEventSink sink(buffered);
+    status = RunEventsReport(cl.trace, sink, &info);
+  } else {
+    TextEventSink sink(buffered);
+    status = RunEventsReport(cl.trace, sink, &info);
+  }
+  if (!status.ok()) {
+    // Rows already written stay: they are what could be read before the error.
+    buffered.Flush();
+    return Fail(status, err);
+  }
+  buffered.Flush();
+  Warn(info, err);
+  return kExitOk;
+}
+
+std::string Render(const CommandLine& cl, const Analysis& a) {
+  FrameResolver resolver(a.stacks, a.symbols);
+  const ReportOptions options = ReportOptionsFor(cl);
+  const Overview overview{&a.info, a.model};
+  switch (cl.command) {
+    case Command::kPeak: {
+      PeakReport r = BuildPeakReport(a, options, resolver);
+      return cl.json ? PeakJson(overview, r) : PeakText(overview, r);
+    }
+    case Command::kLeaks: {
+      LeakReport r = BuildLeakReport(a, options, resolver);
+      return cl.json ? LeaksJson(overview, r) : LeaksText(overview, r);
+    }
+    case Command::kOom: {
+      OomReport r = BuildOomReport(a, options, resolver);
+      return cl.json ? OomJson(overview, r) : OomText(overview, r);
+    }
+    case Command::kPinned: {
+      PinnedReport r = BuildPinnedReport(a, options, resolver);
+      return cl.json ? PinnedJson(overview, r) : PinnedText(overview, r);
+    }
+    default: {
+      SummaryReport r = BuildSummaryReport(a, options, resolver);
+      return cl.json ? SummaryJson(overview, r) : SummaryText(overview, r);
+    }
+  }
+}
+
+}  // namespace
+
+std::string TraceWarning(const TraceInfo& info) {
+  if (info.stats.truncated) {
+    return absl::StrCat("warning: ", info.path, " is cut off at byte ", info.stats.truncated_at,
+                        " (the process was killed?); analyzed the ", info.stats.events, " events before it");
+  }
+  if (!info.has_trailer) {
+    return absl::StrCat("warning: ", info.path, " has no trailer: the process did not exit cleanly");
+  }
+  return "";
+}
+
+int RunCli(const std::vector<std::string>& args, std::FILE* out, std::FILE* err) {
+  absl::StatusOr<CommandLine> parsed = ParseCommandLine(args);
+  if (!parsed.ok()) {
+    Write(absl::StrCat(kTool, ": ", parsed.status().message(), " (see ", kTool, " --help)\n"), err);
+    return kExitUsage;
+  }
+  const CommandLine& cl = *parsed;
+  if (cl.command == Command::kHelp) {
+    Write(UsageText(), out);
+    return kExitOk;
+  }
+  if (cl.command == Command::kVersion) {
+    Write(absl::StrCat(kTool, " ", CUMEMTRACE_VERSION, " (reads trace format versions up to ",
+                       format::kFormatVersion, ")\n"),
+          out);
+    return kExitOk;
+  }
+  if (cl.command == Command::kEvents) return RunEvents(cl, out, err);
+
+  absl::StatusOr<std::unique_ptr<Analysis>> analysis = Analyze(cl.trace, OptionsFor(cl));
+  if (!analysis.ok()) return Fail(analysis.status(), err);
+  Warn((*analysis)->info, err);
+  Write(Render(cl, **analysis), out);
+  std::fflush(out);
+  return kExitOk;
+}
+
+}  // namespace cumemtrace::analyzer

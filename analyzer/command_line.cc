@@ -1,0 +1,139 @@
+// Command-line parsing for cumem-analyze. Pure: it must never touch files or print.
+#include "analyzer/command_line.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+namespace cumemtrace::analyzer {
+namespace {
+
+struct Subcommand {
+  const char* name;
+  Command command;
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"summary", Command::kSummary}, {"peak", Command::kPeak}, {"leaks", Command::kLeaks},
+    {"pinned", Command::kPinned},   {"oom", Command::kOom},   {"events", Command::kEvents},
+};
+
+absl::Status ParseCount(absl::string_view flag, absl::string_view value, size_t max, size_t* out) {
+  uint64_t n = 0;
+  if (!absl::SimpleAtoi(value, &n) || n > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " takes a number from 0 to ", max, ", not '", value, "'"));
+  }
+  *out = static_cast<size_t>(n);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
+  CommandLine cl;
+  std::vector<std::string> positional;
+  bool flags_done = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (flags_done || arg.size() < 2 || arg[0] != '-') {
+      positional.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      flags_done = true;
+      continue;
+    }
+    if (arg == "--help" || arg == "-h") {
+      cl.command = Command::kHelp;
+      return cl;
+    }
+    if (arg == "--version") {
+      cl.command = Command::kVersion;
+      return cl;
+    }
+    if (arg == "--json") {
+      cl.json = true;
+      continue;
+    }
+    // --top N, --top=N, --frames N, --frames=N
+    absl::string_view name = arg;
+    absl::string_view value;
+    bool has_value = false;
+    if (size_t eq = name.find('='); eq != absl::string_view::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    if (name == "--top" || name == "--frames") {
+      if (!has_value) {
+        if (i + 1 >= args.size()) return absl::InvalidArgumentError(absl::StrCat(name, " needs a number"));
+        value = args[++i];
+      }
+      if (name == "--top") {
+        if (absl::Status s = ParseCount(name, value, kMaxTop, &cl.top); !s.ok()) return s;
+        cl.top_given = true;
+      } else {
+        size_t frames = 0;
+        if (absl::Status s = ParseCount(name, value, kMaxFrames, &frames); !s.ok()) return s;
+        cl.frames = frames;
+      }
+      continue;
+    }
+    return absl::InvalidArgumentError(absl::StrCat("unknown option ", arg));
+  }
+
+  // A first positional that names a subcommand is one (a trace file called "peak" is "./peak").
+  size_t next = 0;
+  if (!positional.empty()) {
+    for (const Subcommand& s : kSubcommands) {
+      if (positional[0] == s.name) {
+        cl.command = s.command;
+        cl.command_name = s.name;
+        next = 1;
+        break;
+      }
+    }
+  }
+  if (positional.size() > next + 1) {
+    if (next == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown subcommand '", positional[0],
+                                                     "' (one of: summary, peak, leaks, pinned, oom, events)"));
+    }
+    return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", positional[next + 1], "'"));
+  }
+  if (positional.size() == next) {
+    if (next == 0) return absl::InvalidArgumentError("missing the trace file");
+    return absl::InvalidArgumentError(absl::StrCat("missing the trace file after '", positional[0], "'"));
+  }
+  cl.trace = positional[next];
+  return cl;
+}
+
+std::string UsageText() {
+  return R"(usage: cumem-analyze [subcommand] TRACE.pb [--json] [--top N] [--frames N]
+
+Reads a cumemtrace trace and says what held CUDA memory, when, and who allocated it.
+
+subcommands:
+  summary   (the default) process, devices, each device's and kind's peak with what was live then
+            grouped by stack, leaks, failed allocations, pinned host memory spikes, tool health
+  peak      the peaks, with more stacks and frames
+  leaks     allocations still live at the end of the trace, by device, kind and stack
+  pinned    pinned host memory over time: peak, the windows where it rose most, and who caused them
+  oom       every failed allocation: request, driver error, free memory, what was live then, who asked
+  events    every event in sequence order (for debugging)
+
+options:
+  --json       one JSON object on stdout (docs/json.md describes it, schema_version 1)
+  --top N      stack groups and entries per list (default 10)
+  --frames N   frames per stack (default: a few in text, all in JSON)
+  --help       this text
+  --version    the version, and the trace format versions it reads
+
+exit status: 0 done (warnings about a cut-off trace go to stderr), 1 the trace could not be read,
+2 bad usage.
+)";
+}
+
+}  // namespace cumemtrace::analyzer

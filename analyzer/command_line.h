@@ -1,0 +1,38 @@
+// Parses cumem-analyze's command line: `cumem-analyze [subcommand] trace.pb [--json] [--top N] [--frames N]`.
+// Pure: it reads no file and prints nothing, so that usage errors are testable and say exactly what is wrong.
+#ifndef CUMEMTRACE_ANALYZER_COMMAND_LINE_H_
+#define CUMEMTRACE_ANALYZER_COMMAND_LINE_H_
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace cumemtrace::analyzer {
+
+enum class Command { kSummary, kPeak, kLeaks, kPinned, kOom, kEvents, kHelp, kVersion };
+
+struct CommandLine {
+  Command command = Command::kSummary;
+  std::string command_name = "summary";
+  std::string trace;
+  bool json = false;
+  size_t top = 10;
+  bool top_given = false;
+  std::optional<size_t> frames;
+};
+
+inline constexpr size_t kMaxTop = 1000000;
+inline constexpr size_t kMaxFrames = 4096;
+
+// `args` excludes the program name. Errors are one line saying what is wrong (InvalidArgument).
+absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args);
+
+// The --help text.
+std::string UsageText();
+
+}  // namespace cumemtrace::analyzer
+
+#endif  // CUMEMTRACE_ANALYZER_COMMAND_LINE_H_

@@ -1,0 +1,97 @@
+// The model of one trace, built by reading it once: metadata, stacks and symbols, the timelines' peaks with the
+// live allocations at each peak grouped by stack (exact, see timelines.h), what was live at the end (leaks), the
+// failed allocations with what was live then, and the pinned host memory windows. Reports read only this; nothing
+// here formats output. A second read happens only when the pinned host changes outgrow their log.
+//
+// Memory grows with live allocations, unique stacks, threads and symbols, and is bounded for failed allocations
+// (AnalyzeOptions::max_oom_records) and pinned changes (max_pinned_log), never with the number of events.
+#ifndef CUMEMTRACE_ANALYZER_MODEL_ANALYSIS_H_
+#define CUMEMTRACE_ANALYZER_MODEL_ANALYSIS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "analyzer/model/memory_model.h"
+#include "analyzer/model/pinned_tracker.h"
+#include "analyzer/model/stack_groups.h"
+#include "analyzer/model/stack_table.h"
+#include "analyzer/model/symbol_table.h"
+#include "analyzer/model/timelines.h"
+#include "analyzer/model/trace_info.h"
+
+namespace cumemtrace::analyzer {
+
+struct AnalyzeOptions {
+  bool peak_snapshots = true;   // group what was live at each peak by stack
+  bool oom_snapshots = true;    // group what was live at failed allocations by stack
+  bool pinned = true;           // pinned host windows and timeline
+  size_t max_groups = 1000;     // stack groups kept per snapshot, largest first
+  size_t max_oom_records = 100000;  // failed allocations kept: the first half and the last half
+  // Failed allocations get a snapshot of what was live: the first `oom_snapshot_first` always; later ones when
+  // the live set is unchanged since the last snapshot (shared), or when at least as many events as live
+  // allocations went by since it (so snapshots cost at most one visited allocation per event).
+  size_t oom_snapshot_first = 100;
+  size_t max_pinned_log = size_t{1} << 20;  // pinned changes kept for the end; beyond: a second read
+};
+
+// One (device, series) timeline: its final state and peak, and what was live at the peak.
+struct PeakResult {
+  int32_t device = 0;
+  int series = 0;  // static_cast<int>(format::Kind), or kDeviceTotalSeries
+  Series counter;
+  GroupedSnapshot at_peak;  // taken when AnalyzeOptions::peak_snapshots and peak_bytes > 0
+};
+
+struct LeakGroup {
+  int32_t device = 0;
+  format::Kind kind = format::Kind::kUnknown;
+  uint64_t stack = 0;
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+};
+
+struct LeakTotal {
+  int32_t device = 0;
+  format::Kind kind = format::Kind::kUnknown;
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+};
+
+struct OomRecord {
+  Event event;        // the failed request (event.size = requested bytes)
+  uint64_t index = 0;  // replay position
+  SnapshotFilter scope;         // whose live memory `live_bytes` counts
+  uint64_t live_bytes = 0;      // traced live bytes in that scope at the failure
+  uint64_t live_count = 0;
+  GroupedSnapshot live_by_stack;  // taken per AnalyzeOptions::oom_snapshot_first
+};
+
+struct Analysis {
+  TraceInfo info;
+  StackTable stacks;
+  SymbolTable symbols;
+  ModelStats model;
+  // Every (device, series) with at least one allocation: by device ordinal, then kind order, the device total
+  // last.
+  std::vector<PeakResult> peaks;
+  // Live at the end, by (device, kind, stack): memory kinds largest first, then vmm_mapped and address_reserve.
+  std::vector<LeakGroup> leaks;
+  std::vector<LeakTotal> leak_totals;  // live at the end, by (device, kind)
+  std::vector<OomRecord> ooms;         // in replay order
+  uint64_t oom_count = 0;              // all failed allocations, kept or not
+  PinnedResult pinned;
+  bool second_pass = false;  // the pinned changes outgrew their log and the trace was read again
+
+  // nullptr if (device, series) had no allocation.
+  const PeakResult* FindPeak(int32_t device, int series) const;
+};
+
+// Reads the trace at `path` into an Analysis. Errors are the reader's (see trace_reader.h).
+absl::StatusOr<std::unique_ptr<Analysis>> Analyze(const std::string& path, const AnalyzeOptions& options);
+
+}  // namespace cumemtrace::analyzer
+
+#endif  // CUMEMTRACE_ANALYZER_MODEL_ANALYSIS_H_

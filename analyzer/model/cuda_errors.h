@@ -1,0 +1,17 @@
+// CUDA driver error names (CUresult) for reports.
+#ifndef CUMEMTRACE_ANALYZER_MODEL_CUDA_ERRORS_H_
+#define CUMEMTRACE_ANALYZER_MODEL_CUDA_ERRORS_H_
+
+#include <cstdint>
+#include <string>
+
+namespace cumemtrace::analyzer {
+
+// "CUDA_ERROR_OUT_OF_MEMORY" for 2; nullptr for a code cuda.h does not define.
+const char* CudaErrorName(int32_t code);
+// The name, or "error <code>" for an unknown code.
+std::string CudaErrorString(int32_t code);
+
+}  // namespace cumemtrace::analyzer
+
+#endif  // CUMEMTRACE_ANALYZER_MODEL_CUDA_ERRORS_H_

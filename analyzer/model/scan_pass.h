@@ -1,0 +1,75 @@
+// The pass over a trace that builds an Analysis: collects metadata, stacks and symbols, replays the memory model,
+// keeps failed allocations with what was live then, logs pinned host changes, and at the end reads off each
+// timeline's peak with what was live at it and what is still live (leaks). Internal to analysis.cc.
+#ifndef CUMEMTRACE_ANALYZER_MODEL_SCAN_PASS_H_
+#define CUMEMTRACE_ANALYZER_MODEL_SCAN_PASS_H_
+
+#include <deque>
+#include <vector>
+
+#include "analyzer/model/analysis.h"
+
+namespace cumemtrace::analyzer {
+
+class ScanPass : public TraceVisitor {
+ public:
+  ScanPass(Analysis& analysis, const AnalyzeOptions& options) : a_(analysis), options_(options) {}
+
+  void OnHeader(const TraceHeader& header) override { a_.info.header = header; }
+  void OnDevice(const DeviceInfo& device) override { a_.info.devices[device.ordinal] = device; }
+  void OnThread(const ThreadInfo& thread) override { a_.info.threads[thread.index] = thread; }
+  void OnModule(const ModuleInfo& module) override { a_.symbols.AddModule(module); }
+  void OnStackNode(const StackNode& node) override { a_.stacks.Add(node); }
+  void OnString(uint32_t id, const std::string& value) override { a_.symbols.AddString(id, value); }
+  void OnSymbol(const SymbolInfo& symbol) override { a_.symbols.AddSymbol(symbol); }
+  void OnTrailer(const TrailerInfo& trailer) override {
+    a_.info.has_trailer = true;
+    a_.info.trailer = trailer;
+  }
+  void OnEvent(const Event& event) override;
+  void OnEvents(absl::Span<const Event> events) override;
+
+  // Fills peaks, leaks, failed allocations and (unless the log overflowed) pinned windows. Call once, after the
+  // read. Returns false if the pinned changes need a second read (PinnedPass).
+  bool Finish();
+
+ private:
+  void After(const Event& event, const Outcome& outcome, uint64_t index) {
+    a_.info.NoteEventTime(event.time_ns);
+    if (outcome.effect == Effect::kFailedAlloc) KeepOom(event, index);
+    if (options_.pinned && !pinned_overflow_) LogPinned(event, outcome);
+  }
+  void KeepOom(const Event& event, uint64_t index);
+  void SnapshotOom(OomRecord& record, uint64_t index);
+  void LogPinned(const Event& event, const Outcome& outcome);
+
+  Analysis& a_;
+  const AnalyzeOptions& options_;
+  MemoryModel model_;
+  std::vector<OomRecord> first_ooms_;
+  std::deque<OomRecord> last_ooms_;
+  // The last OOM snapshot: when, of what, and the live set's version then.
+  bool have_last_snapshot_ = false;
+  uint64_t last_snapshot_index_ = 0;
+  uint64_t last_snapshot_version_ = 0;
+  SnapshotFilter last_snapshot_scope_;
+  GroupedSnapshot last_snapshot_;
+  std::vector<PinnedChange> pinned_log_;
+  bool pinned_overflow_ = false;
+};
+
+// Replays a trace again for the pinned host tracker alone (when its changes outgrew the log).
+class PinnedPass : public TraceVisitor {
+ public:
+  PinnedPass(PinnedTracker& tracker, uint64_t event_limit) : tracker_(tracker), event_limit_(event_limit) {}
+  void OnEvent(const Event& event) override;
+
+ private:
+  PinnedTracker& tracker_;
+  uint64_t event_limit_;
+  MemoryModel model_;
+};
+
+}  // namespace cumemtrace::analyzer
+
+#endif  // CUMEMTRACE_ANALYZER_MODEL_SCAN_PASS_H_

@@ -1,0 +1,45 @@
+// What a trace says about itself: header, devices, threads, trailer, what the reader found (truncation, unknown
+// apis) and the span of event times. Small, and the same for every report.
+#ifndef CUMEMTRACE_ANALYZER_MODEL_TRACE_INFO_H_
+#define CUMEMTRACE_ANALYZER_MODEL_TRACE_INFO_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "analyzer/reader/trace_reader.h"
+
+namespace cumemtrace::analyzer {
+
+struct TraceInfo {
+  std::string path;
+  TraceHeader header;
+  std::map<int32_t, DeviceInfo> devices;  // by ordinal, latest packet wins
+  std::map<uint32_t, ThreadInfo> threads;  // by index, latest packet wins (names change)
+  bool has_trailer = false;
+  TrailerInfo trailer;
+  ReadStats stats;
+  bool has_events = false;
+  int64_t first_event_time_ns = 0;
+  int64_t last_event_time_ns = 0;  // largest event time seen
+
+  // Records the time of an event (first/last).
+  void NoteEventTime(int64_t time_ns);
+
+  int64_t StartNs() const { return header.start_time_ns; }
+  // The end of the trace: the trailer's end time or the last event, whichever is later.
+  int64_t EndNs() const;
+  // EndNs() - StartNs(), at least 0.
+  int64_t DurationNs() const;
+  // `time_ns` relative to the start of the trace (saturating, never overflowing).
+  int64_t Relative(int64_t time_ns) const;
+  // The thread's latest name, "" when unknown or unnamed.
+  const std::string& ThreadName(uint32_t index) const;
+};
+
+// Subtracts without overflow, saturating at the int64 range.
+int64_t SaturatingSub(int64_t a, int64_t b);
+
+}  // namespace cumemtrace::analyzer
+
+#endif  // CUMEMTRACE_ANALYZER_MODEL_TRACE_INFO_H_

@@ -1,0 +1,125 @@
+// The EventBatch column rules on spans (see event_batch_decoder.h). Must never read past a column: counts are
+// checked before the row loop, which then indexes without checks.
+#include "analyzer/reader/event_batch_decoder.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "analyzer/reader/api_lookup.h"
+
+namespace cumemtrace::analyzer {
+namespace {
+
+absl::Status CountError(const char* column, size_t have, size_t want, const char* what) {
+  return absl::DataLossError(
+      absl::StrCat("event batch column ", column, " has ", have, " entries for ", want, " ", what));
+}
+
+// thread, device and stack: one entry per row, or exactly one entry for all rows.
+absl::Status CheckPerRowOrConstant(const char* column, size_t have, size_t rows) {
+  if (have == rows || (have == 1 && rows != 0) || (rows == 0 && have <= 1)) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat("event batch column ", column, " has ", have, " entries for ", rows,
+                                          " rows (want one per row, or exactly one)"));
+}
+
+}  // namespace
+
+absl::Status DecodeEventBatch(const BatchColumns& c, std::vector<Event>* out, size_t* rows_out) {
+  const size_t rows = c.api.size();
+  *rows_out = 0;
+  if (c.time_delta_ns.size() != rows) return CountError("time_delta_ns", c.time_delta_ns.size(), rows, "rows");
+  if (c.address_delta.size() != rows) return CountError("address_delta", c.address_delta.size(), rows, "rows");
+  if (!c.seq_delta.empty() && c.seq_delta.size() != rows) {
+    return absl::DataLossError(absl::StrCat("event batch column seq_delta has ", c.seq_delta.size(),
+                                            " entries for ", rows, " rows (want one per row, or none)"));
+  }
+  if (absl::Status s = CheckPerRowOrConstant("thread", c.thread.size(), rows); !s.ok()) return s;
+  if (absl::Status s = CheckPerRowOrConstant("device", c.device.size(), rows); !s.ok()) return s;
+  if (absl::Status s = CheckPerRowOrConstant("stack", c.stack.size(), rows); !s.ok()) return s;
+
+  // Count the per-api columns first so that the loop below can index them without checks.
+  size_t allocating = 0, streamed = 0, with_aux = 0;
+  for (uint32_t api : c.api) {
+    const uint8_t columns = LookupColumns(api);
+    allocating += columns & kColumnSize;
+    streamed += (columns >> 1) & 1;
+    with_aux += (columns >> 2) & 1;
+  }
+  if (c.size.size() != allocating) return CountError("size", c.size.size(), allocating, "allocating rows");
+  if (c.stream.size() != streamed) return CountError("stream", c.stream.size(), streamed, "rows with a stream");
+  if (c.aux.size() != with_aux) return CountError("aux", c.aux.size(), with_aux, "rows with an aux value");
+  for (const FailureColumn& f : c.failures) {
+    if (f.row >= rows) {
+      return absl::DataLossError(
+          absl::StrCat("event batch column failures names row ", f.row, " of a batch of ", rows, " rows"));
+    }
+  }
+
+  if (out->size() < rows) out->resize(rows);
+  // Constant columns read entry 0 for every row (step 0); per-api columns are read at a clamped index and used only
+  // when the row has them, so the loop needs no branch on the data. An empty column reads a zero.
+  static constexpr uint64_t kZero64 = 0;
+  static constexpr uint32_t kZero32 = 0;
+  static constexpr int32_t kZeroInt = 0;
+  const size_t thread_step = c.thread.size() == rows ? 1 : 0;
+  const size_t device_step = c.device.size() == rows ? 1 : 0;
+  const size_t stack_step = c.stack.size() == rows ? 1 : 0;
+  const uint32_t* thread = c.thread.empty() ? &kZero32 : c.thread.data();
+  const int32_t* device = c.device.empty() ? &kZeroInt : c.device.data();
+  const uint64_t* stack = c.stack.empty() ? &kZero64 : c.stack.data();
+  const uint64_t* size = c.size.empty() ? &kZero64 : c.size.data();
+  const uint64_t* stream = c.stream.empty() ? &kZero64 : c.stream.data();
+  const uint64_t* aux = c.aux.empty() ? &kZero64 : c.aux.data();
+  const size_t size_last = c.size.empty() ? 0 : c.size.size() - 1;
+  const size_t stream_last = c.stream.empty() ? 0 : c.stream.size() - 1;
+  const size_t aux_last = c.aux.empty() ? 0 : c.aux.size() - 1;
+  const int64_t* seq_delta = c.seq_delta.data();
+  const bool dense_seq = c.seq_delta.empty();
+  // Wrapping arithmetic on unsigned values: deltas from a damaged file must not be undefined behaviour.
+  uint64_t seq = c.first_seq;
+  uint64_t time = static_cast<uint64_t>(c.base_time_ns);
+  uint64_t address = 0;
+  size_t size_i = 0, stream_i = 0, aux_i = 0;
+  Event* events = out->data();
+  for (size_t i = 0; i < rows; ++i) {
+    Event& e = events[i];
+    seq = dense_seq ? c.first_seq + i : seq + static_cast<uint64_t>(seq_delta[i]);
+    time += static_cast<uint64_t>(c.time_delta_ns[i]);
+    address += static_cast<uint64_t>(c.address_delta[i]);
+    const uint32_t api = c.api[i];
+    const uint8_t columns = LookupColumns(api);
+    const uint64_t has_size = columns & kColumnSize;
+    const uint64_t has_stream = (columns >> 1) & 1;
+    const uint64_t has_aux = (columns >> 2) & 1;
+    e.seq = seq;
+    e.time_ns = static_cast<int64_t>(time);
+    e.api = static_cast<format::Api>(api);
+    e.info = LookupApi(api);
+    e.address = address;
+    // Multiplying by 0/1 selects without a branch.
+    e.size = size[std::min(size_i, size_last)] * has_size;
+    e.stream = stream[std::min(stream_i, stream_last)] * has_stream;
+    e.aux = aux[std::min(aux_i, aux_last)] * has_aux;
+    size_i += has_size;
+    stream_i += has_stream;
+    aux_i += has_aux;
+    e.thread = thread[i * thread_step];
+    e.device = device[i * device_step];
+    e.stack = stack[i * stack_step];
+    e.result = 0;
+    e.has_mem_info = false;
+    e.free_bytes = 0;
+    e.total_bytes = 0;
+  }
+  for (const FailureColumn& f : c.failures) {
+    Event& e = events[f.row];
+    e.result = f.result;
+    e.has_mem_info = f.has_mem_info;
+    e.free_bytes = f.free_bytes;
+    e.total_bytes = f.total_bytes;
+  }
+  *rows_out = rows;
+  return absl::OkStatus();
+}
+
+}  // namespace cumemtrace::analyzer

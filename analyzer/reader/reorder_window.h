@@ -1,0 +1,72 @@
+// Puts events back into sequence-number order. Threads take their numbers and then race to write, so an event can
+// reach the file after events with larger numbers, even in an earlier batch. The window holds at most `capacity`
+// events: whenever it holds more, the smallest (seq, arrival) leaves, and Drain() lets the rest leave in order at
+// the end. Its output order is exactly that of a min-heap of `capacity` events.
+//
+// It is built for the common case, events that arrive in order: those go to a ring (a sorted FIFO, O(1)), the
+// others to a heap beside it. Events leave to the visitor's OnEvents in chunks, straight out of the ring when they
+// come from it (no copy); only when a late event must be interleaved do they pass through a small buffer. Memory is
+// bounded by `capacity`; it must never grow with the length of the trace.
+#ifndef CUMEMTRACE_ANALYZER_READER_REORDER_WINDOW_H_
+#define CUMEMTRACE_ANALYZER_READER_REORDER_WINDOW_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "analyzer/reader/trace_reader.h"
+
+namespace cumemtrace::analyzer {
+
+class ReorderWindow {
+ public:
+  static constexpr size_t kDefaultCapacity = 65536;
+  static constexpr size_t kChunk = 256;
+
+  explicit ReorderWindow(size_t capacity = kDefaultCapacity);
+
+  // Adds `event`; if the window then holds more than its capacity, the smallest event leaves (reaching `visitor`
+  // at the latest when kChunk events have left).
+  void Push(const Event& event, TraceVisitor& visitor);
+  // Lets every held event leave, smallest first, and hands everything that left to `visitor`.
+  void Drain(TraceVisitor& visitor);
+
+  // Events held (not counting those that left and wait to be handed over).
+  size_t size() const { return (ring_size_ - owed_) + heap_.size(); }
+  uint64_t emitted() const { return emitted_; }
+
+ private:
+  struct HeapEntry {
+    Event event;
+    uint64_t arrival;
+  };
+  struct HeapGreater {
+    bool operator()(const HeapEntry& a, const HeapEntry& b) const {
+      return a.event.seq != b.event.seq ? a.event.seq > b.event.seq : a.arrival > b.arrival;
+    }
+  };
+
+  size_t Slot(size_t i) const { return (ring_head_ + i) & (ring_.size() - 1); }
+  void PopSmallest(TraceVisitor& visitor);
+  void GrowRing();
+  void DeliverOwed(TraceVisitor& visitor);  // hands the owed ring entries over, in place
+  void OwedToBuffer();                      // copies the owed ring entries into out_
+  void FlushBuffer(TraceVisitor& visitor);
+
+  size_t capacity_;
+  // Ring of events in arrival order, sorted by (seq, arrival); entries [0, owed_) have left already but not yet
+  // been handed over (only while out_ is empty); entries [owed_, ring_size_) are held.
+  std::vector<Event> ring_;
+  std::vector<uint64_t> ring_arrival_;
+  size_t ring_head_ = 0;
+  size_t ring_size_ = 0;
+  size_t owed_ = 0;
+  std::vector<HeapEntry> heap_;  // events that arrived after a larger one
+  std::vector<Event> out_;       // left, in order, waiting to be handed over
+  uint64_t arrivals_ = 0;
+  uint64_t emitted_ = 0;
+};
+
+}  // namespace cumemtrace::analyzer
+
+#endif  // CUMEMTRACE_ANALYZER_READER_REORDER_WINDOW_H_

@@ -1,0 +1,436 @@
+// The trace reader: frames, protobuf parsing and conversion to the plain structs of trace_reader.h. This is the
+// only analyzer file that sees the generated protobuf classes; it must never grow analysis
+// logic. Column rules live in event_batch_decoder.cc, the fast path for event batches in event_batch_wire.cc (this
+// file falls back to the generated class whenever that path does not take a batch), ordering in reorder_window.cc.
+#include "analyzer/reader/trace_reader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "analyzer/reader/buffered_file.h"
+#include "analyzer/reader/event_batch_decoder.h"
+#include "analyzer/reader/event_batch_wire.h"
+#include "analyzer/reader/reorder_window.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/stubs/logging.h"
+#include "proto/trace.pb.h"
+
+namespace cumemtrace::analyzer {
+namespace {
+
+namespace pb = ::cumemtrace::format;
+
+constexpr uint8_t kPacketTag = 0x0A;  // Trace.packet: field 1, wire type 2
+constexpr uint8_t kEventsTag = (format::field::packet::kEvents << 3) | 2;
+constexpr size_t kMaxPacketBytes = size_t{1} << 31;  // protobuf parses at most 2 GiB at once
+constexpr size_t kMaxVarintBytes = 10;
+
+enum class VarintResult { kOk, kCutOff, kOverflow };
+
+// Reads a varint from [p, end). Sets `*length` to the number of bytes it took.
+VarintResult ReadVarint(const uint8_t* p, const uint8_t* end, uint64_t* value, size_t* length) {
+  uint64_t result = 0;
+  for (size_t i = 0; i < kMaxVarintBytes; ++i) {
+    if (p + i >= end) return VarintResult::kCutOff;
+    const uint8_t byte = p[i];
+    if (i == kMaxVarintBytes - 1 && byte > 1) return VarintResult::kOverflow;
+    result |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);
+    if ((byte & 0x80) == 0) {
+      *value = result;
+      *length = i + 1;
+      return VarintResult::kOk;
+    }
+  }
+  return VarintResult::kOverflow;
+}
+
+void Convert(const pb::Header& h, TraceHeader* out) {
+  out->format_version = h.format_version();
+  out->tool_version = h.tool_version();
+  out->pid = h.pid();
+  out->ppid = h.ppid();
+  out->argv.assign(h.argv().begin(), h.argv().end());
+  out->hostname = h.hostname();
+  out->executable = h.executable();
+  out->start_time_ns = h.start_time_ns();
+  out->start_unix_time_ns = h.start_unix_time_ns();
+  out->driver_version = h.driver_version();
+  out->stack_depth = h.stack_depth();
+}
+
+TrailerInfo Convert(const pb::Trailer& t) {
+  TrailerInfo out;
+  out.events = t.events();
+  out.dropped_events = t.dropped_events();
+  out.unwind_failures = t.unwind_failures();
+  out.truncated_stacks = t.truncated_stacks();
+  out.bytes_written = t.bytes_written();
+  out.stack_nodes = t.stack_nodes();
+  out.wrapper_slots_exhausted = t.wrapper_slots_exhausted();
+  out.end_time_ns = t.end_time_ns();
+  out.recorder_time_ns = t.recorder_time_ns();
+  out.flushes = t.flushes();
+  return out;
+}
+
+template <typename T>
+absl::Span<const T> AsSpan(const google::protobuf::RepeatedField<T>& field) {
+  return absl::Span<const T>(field.data(), static_cast<size_t>(field.size()));
+}
+
+class Reader {
+ public:
+  Reader(const std::string& path, TraceVisitor& visitor, ReadStats* stats)
+      : path_(path), visitor_(visitor), stats_(*stats) {}
+
+  absl::Status Run();
+
+ private:
+  absl::Status ReadHeaderPacket();
+  absl::Status HandlePacket(const uint8_t* data, size_t size, uint64_t offset);
+  absl::Status HandleEvents(const pb::EventBatch& batch, uint64_t offset);
+  absl::Status HandleColumns(const BatchColumns& columns, uint64_t offset);
+  absl::Status HandleSymbols(const pb::Symbols& symbols, uint64_t offset);
+  absl::Status HandleStackNodes(const pb::StackNodes& nodes, uint64_t offset);
+  // Parses a Packet into packet_; a packet that fails only because a string is not UTF-8 is repaired and parsed.
+  bool ParsePacket(const uint8_t* data, size_t size);
+  absl::Status Corrupt(uint64_t offset, absl::string_view what) const {
+    return absl::DataLossError(absl::StrCat(path_, ": corrupt packet at byte ", offset, ": ", what));
+  }
+  absl::Status NotATrace() const {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": not a cumemtrace trace (no header)"));
+  }
+
+  // Frames the next packet: kPacket with its bytes, kEnd at a clean end of file, kCutOff at a packet the file ends
+  // inside (stats_ then says where).
+  enum class Frame { kPacket, kEnd, kCutOff };
+  absl::StatusOr<Frame> NextFrame(const uint8_t** data, size_t* size, uint64_t* offset);
+  absl::Status CheckZeroTail(bool* all_zero);
+
+  const std::string& path_;
+  TraceVisitor& visitor_;
+  ReadStats& stats_;
+  std::unique_ptr<BufferedFile> file_;
+  pb::Packet packet_;
+  pb::EventBatch batch_;
+  EventBatchWire wire_;
+  std::vector<Event> decoded_;
+  std::vector<FailureColumn> failures_;
+  ReorderWindow window_;
+  uint64_t size_at_open_ = 0;
+};
+
+bool Reader::ParsePacket(const uint8_t* data, size_t size) {
+  return packet_.ParseFromArray(data, static_cast<int>(size));
+}
+
+absl::Status Reader::Run() {
+  // A corrupt packet is reported in the returned Status; the parser's own log lines would only repeat it.
+  google::protobuf::LogSilencer silence_protobuf;
+  absl::StatusOr<std::unique_ptr<BufferedFile>> file = BufferedFile::Open(path_);
+  if (!file.ok()) return file.status();
+  file_ = *std::move(file);
+  size_at_open_ = file_->CurrentSize();
+  stats_.bytes = size_at_open_ == UINT64_MAX ? 0 : size_at_open_;
+
+  if (absl::Status s = ReadHeaderPacket(); !s.ok()) return s;
+  while (true) {
+    const uint8_t* data = nullptr;
+    size_t size = 0;
+    uint64_t offset = 0;
+    absl::StatusOr<Frame> frame = NextFrame(&data, &size, &offset);
+    if (!frame.ok()) return frame.status();
+    if (*frame != Frame::kPacket) break;
+    ++stats_.packets;
+    if (absl::Status s = HandlePacket(data, size, offset); !s.ok()) return s;
+    file_->Consume(size);
+  }
+  window_.Drain(visitor_);
+  stats_.events = window_.emitted();
+  stats_.bytes = std::max<uint64_t>(stats_.bytes, file_->offset() + file_->available());
+  if (stats_.truncated) stats_.bytes = std::max<uint64_t>(stats_.bytes, stats_.truncated_at);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Reader::Frame> Reader::NextFrame(const uint8_t** data, size_t* size, uint64_t* offset) {
+  absl::StatusOr<size_t> got = file_->Ensure(1 + kMaxVarintBytes);
+  if (!got.ok()) return got.status();
+  *offset = file_->offset();
+  if (*got == 0) return Frame::kEnd;
+  const uint8_t* p = file_->data();
+  if (p[0] != kPacketTag) {
+    // A zero-filled tail (a file system that extended the file before the data reached it) is a cut-off end.
+    bool all_zero = false;
+    if (p[0] == 0) {
+      if (absl::Status s = CheckZeroTail(&all_zero); !s.ok()) return s;
+    }
+    if (all_zero) {
+      stats_.truncated = true;
+      stats_.truncated_at = *offset;
+      return Frame::kCutOff;
+    }
+    return Corrupt(*offset, absl::StrFormat("expected a packet tag (0x0a), found 0x%02x", p[0]));
+  }
+  uint64_t length = 0;
+  size_t varint_bytes = 0;
+  switch (ReadVarint(p + 1, p + *got, &length, &varint_bytes)) {
+    case VarintResult::kOk:
+      break;
+    case VarintResult::kCutOff:
+      stats_.truncated = true;
+      stats_.truncated_at = *offset;
+      return Frame::kCutOff;
+    case VarintResult::kOverflow:
+      return Corrupt(*offset, "the packet length is not a valid varint");
+  }
+  const uint64_t header_bytes = 1 + varint_bytes;
+  // A length past the end of the file is a cut-off packet; check against the file size before buffering so that
+  // a damaged length never makes the reader allocate more than the file holds. (A pipe has no size: there only
+  // the 2 GiB bound protects, and reading finds the end.)
+  uint64_t file_size = std::max(size_at_open_, *offset + *got);
+  if (length > file_size - std::min(file_size, *offset + header_bytes)) {
+    file_size = std::max(file_size, file_->CurrentSize());
+  }
+  if (length > file_size - std::min(file_size, *offset + header_bytes)) {
+    stats_.truncated = true;
+    stats_.truncated_at = *offset;
+    return Frame::kCutOff;
+  }
+  if (length >= kMaxPacketBytes) {
+    return Corrupt(*offset, absl::StrCat("packet of ", length, " bytes is larger than 2 GiB"));
+  }
+  file_->Consume(header_bytes);
+  got = file_->Ensure(length);
+  if (!got.ok()) return got.status();
+  if (*got < length) {  // the file shrank or stopped growing after all
+    stats_.truncated = true;
+    stats_.truncated_at = *offset;
+    return Frame::kCutOff;
+  }
+  *data = file_->data();
+  *size = length;
+  return Frame::kPacket;
+}
+
+absl::Status Reader::CheckZeroTail(bool* all_zero) {
+  *all_zero = true;
+  while (true) {
+    absl::StatusOr<size_t> got = file_->Ensure(BufferedFile::kChunkSize);
+    if (!got.ok()) return got.status();
+    if (*got == 0) return absl::OkStatus();
+    const uint8_t* p = file_->data();
+    for (size_t i = 0; i < *got; ++i) {
+      if (p[i] != 0) {
+        *all_zero = false;
+        return absl::OkStatus();
+      }
+    }
+    file_->Consume(*got);
+  }
+}
+
+absl::Status Reader::ReadHeaderPacket() {
+  absl::StatusOr<size_t> got = file_->Ensure(64);
+  if (!got.ok()) return got.status();
+  if (*got == 0) return absl::InvalidArgumentError(absl::StrCat(path_, ": empty file, not a trace"));
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  uint64_t offset = 0;
+  absl::StatusOr<Frame> frame = NextFrame(&data, &size, &offset);
+  if (!frame.ok() || *frame != Frame::kPacket) {
+    // Whatever is wrong with the first packet, the file does not start like a trace. Say "cut off" only when the
+    // magic is visible in what there is.
+    stats_.truncated = false;
+    stats_.truncated_at = 0;
+    uint8_t magic[8];
+    std::memcpy(magic, &format::kMagic, sizeof(magic));
+    const uint8_t* p = file_->data();
+    const size_t n = std::min<size_t>(file_->available(), 64);
+    if (frame.ok() && std::search(p, p + n, magic, magic + 8) != p + n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path_, ": cut off inside its header: the traced process wrote no whole packet"));
+    }
+    return NotATrace();
+  }
+  if (!ParsePacket(data, size) || !packet_.has_header() ||
+      packet_.header().magic() != format::kMagic) {
+    return NotATrace();
+  }
+  const pb::Header& h = packet_.header();
+  if (h.format_version() > format::kFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path_, ": trace format version ", h.format_version(), " is newer than this cumem-analyze reads (up to ",
+        format::kFormatVersion, "); upgrade cumem-analyze"));
+  }
+  TraceHeader header;
+  Convert(h, &header);
+  ++stats_.packets;
+  visitor_.OnHeader(header);
+  file_->Consume(size);
+  return absl::OkStatus();
+}
+
+absl::Status Reader::HandlePacket(const uint8_t* data, size_t size, uint64_t offset) {
+  // Fast path: a packet that is exactly one EventBatch field parses straight into a reused EventBatch, whose
+  // repeated fields keep their capacity from batch to batch.
+  if (size >= 2 && data[0] == kEventsTag) {
+    uint64_t length = 0;
+    size_t varint_bytes = 0;
+    if (ReadVarint(data + 1, data + size, &length, &varint_bytes) == VarintResult::kOk &&
+        1 + varint_bytes + length == size) {
+      const uint8_t* body = data + 1 + varint_bytes;
+      if (wire_.Parse(body, length)) return HandleColumns(wire_.columns(), offset);
+      if (!batch_.ParseFromArray(body, static_cast<int>(length))) {
+        return Corrupt(offset, "the event batch does not parse");
+      }
+      return HandleEvents(batch_, offset);
+    }
+  }
+  if (!ParsePacket(data, size)) return Corrupt(offset, "the packet does not parse");
+  switch (packet_.data_case()) {
+    case pb::Packet::kHeader:
+      break;  // only the first header counts
+    case pb::Packet::kThread: {
+      ThreadInfo t;
+      t.index = packet_.thread().index();
+      t.tid = packet_.thread().tid();
+      t.name = packet_.thread().name();
+      visitor_.OnThread(t);
+      break;
+    }
+    case pb::Packet::kModule: {
+      const pb::Module& m = packet_.module();
+      ModuleInfo info;
+      info.id = m.id();
+      info.path = m.path();
+      info.load_bias = m.load_bias();
+      info.start = m.start();
+      info.end = m.end();
+      info.build_id = m.build_id();
+      visitor_.OnModule(info);
+      break;
+    }
+    case pb::Packet::kStackNodes:
+      return HandleStackNodes(packet_.stack_nodes(), offset);
+    case pb::Packet::kEvents:
+      return HandleEvents(packet_.events(), offset);
+    case pb::Packet::kStrings: {
+      const pb::Strings& s = packet_.strings();
+      for (int i = 0; i < s.value_size(); ++i) visitor_.OnString(s.first_id() + static_cast<uint32_t>(i), s.value(i));
+      break;
+    }
+    case pb::Packet::kSymbols:
+      return HandleSymbols(packet_.symbols(), offset);
+    case pb::Packet::kTrailer:
+      stats_.has_trailer = true;
+      visitor_.OnTrailer(Convert(packet_.trailer()));
+      break;
+    case pb::Packet::kDevice: {
+      const pb::Device& d = packet_.device();
+      DeviceInfo info;
+      info.ordinal = d.ordinal();
+      info.name = d.name();
+      info.uuid = d.uuid();
+      info.total_memory = d.total_memory();
+      info.driver_version = d.driver_version();
+      visitor_.OnDevice(info);
+      break;
+    }
+    case pb::Packet::DATA_NOT_SET:
+      break;  // an empty packet, or a kind this version does not know: readers may ignore additions
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Reader::HandleStackNodes(const pb::StackNodes& nodes, uint64_t offset) {
+  if (nodes.parent_size() != nodes.pc_size()) {
+    return Corrupt(offset, absl::StrCat("stack nodes: column parent has ", nodes.parent_size(),
+                                        " entries, column pc has ", nodes.pc_size()));
+  }
+  StackNode node;
+  for (int i = 0; i < nodes.pc_size(); ++i) {
+    node.id = nodes.first_id() + static_cast<uint64_t>(i);
+    node.parent = nodes.parent(i);
+    node.pc = nodes.pc(i);
+    visitor_.OnStackNode(node);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Reader::HandleSymbols(const pb::Symbols& s, uint64_t offset) {
+  const int n = s.pc_size();
+  auto check = [&](const char* column, int have, bool optional) -> absl::Status {
+    if (have == n || (optional && have == 0)) return absl::OkStatus();
+    return Corrupt(offset, absl::StrCat("symbols: column ", column, " has ", have, " entries for ", n, " pcs"));
+  };
+  if (absl::Status st = check("function", s.function_size(), false); !st.ok()) return st;
+  if (absl::Status st = check("module", s.module_size(), false); !st.ok()) return st;
+  if (absl::Status st = check("offset", s.offset_size(), true); !st.ok()) return st;
+  if (absl::Status st = check("file", s.file_size(), true); !st.ok()) return st;
+  if (absl::Status st = check("line", s.line_size(), true); !st.ok()) return st;
+  SymbolInfo info;
+  for (int i = 0; i < n; ++i) {
+    info.pc = s.pc(i);
+    info.function = s.function(i);
+    info.module = s.module(i);
+    info.offset = s.offset_size() == 0 ? 0 : s.offset(i);
+    info.file = s.file_size() == 0 ? 0 : s.file(i);
+    info.line = s.line_size() == 0 ? 0 : s.line(i);
+    visitor_.OnSymbol(info);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Reader::HandleEvents(const pb::EventBatch& b, uint64_t offset) {
+  failures_.clear();
+  for (const pb::Failure& f : b.failures()) {
+    failures_.push_back(FailureColumn{f.row(), f.result(), f.free_bytes(), f.total_bytes(), f.has_mem_info()});
+  }
+  BatchColumns c;
+  c.first_seq = b.first_seq();
+  c.base_time_ns = b.base_time_ns();
+  c.seq_delta = AsSpan(b.seq_delta());
+  c.time_delta_ns = AsSpan(b.time_delta_ns());
+  c.api = AsSpan(b.api());
+  c.address_delta = AsSpan(b.address_delta());
+  c.size = AsSpan(b.size());
+  c.stack = AsSpan(b.stack());
+  c.thread = AsSpan(b.thread());
+  c.device = AsSpan(b.device());
+  c.stream = AsSpan(b.stream());
+  c.aux = AsSpan(b.aux());
+  c.failures = failures_;
+  return HandleColumns(c, offset);
+}
+
+absl::Status Reader::HandleColumns(const BatchColumns& columns, uint64_t offset) {
+  size_t rows = 0;
+  if (absl::Status s = DecodeEventBatch(columns, &decoded_, &rows); !s.ok()) return Corrupt(offset, s.message());
+  for (size_t i = 0; i < rows; ++i) {
+    const Event& e = decoded_[i];
+    if (e.info == nullptr) {
+      ++stats_.unknown_api_events;
+      continue;
+    }
+    window_.Push(e, visitor_);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ReadTrace(const std::string& path, TraceVisitor& visitor, ReadStats* stats) {
+  ReadStats local;
+  if (stats == nullptr) stats = &local;
+  *stats = ReadStats();
+  Reader reader(path, visitor, stats);
+  absl::Status status = reader.Run();
+  return status;
+}
+
+}  // namespace cumemtrace::analyzer

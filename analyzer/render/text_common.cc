@@ -1,0 +1,109 @@
+// Text formatting helpers for people. Must never let a name from the trace put control characters on the
+// terminal.
+#include "analyzer/render/text_common.h"
+
+#include <algorithm>
+#include <ctime>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace cumemtrace::analyzer {
+
+std::string HumanBytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return absl::StrCat(bytes, " B");
+  double value = static_cast<double>(bytes) / 1024.0;
+  int unit = 0;
+  // Switch units where one decimal would round up to 1024.0.
+  while (value >= 1023.95 && unit < 5) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return absl::StrFormat("%.1f %s", value, kUnits[unit]);
+}
+
+std::string Seconds(int64_t ns) {
+  const bool negative = ns < 0;
+  const uint64_t abs_ns = negative ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
+  return absl::StrFormat("%s%d.%03d s", negative ? "-" : "", abs_ns / 1000000000, (abs_ns / 1000000) % 1000);
+}
+
+std::string UtcDate(int64_t unix_time_ns) {
+  if (unix_time_ns <= 0) return "unknown";
+  const time_t seconds = static_cast<time_t>(unix_time_ns / 1000000000);
+  struct tm tm;
+  if (gmtime_r(&seconds, &tm) == nullptr) return "unknown";
+  char buffer[64];
+  if (std::strftime(buffer, sizeof(buffer), "%Y-%m-%d %H:%M:%S UTC", &tm) == 0) return "unknown";
+  return buffer;
+}
+
+std::string DeviceName(int32_t device) {
+  return device == format::kHostDevice ? std::string("host") : absl::StrCat("device ", device);
+}
+
+std::string ThreadLabel(uint32_t index, const std::string& name) {
+  return name.empty() ? absl::StrCat("#", index) : absl::StrCat(Printable(name), " (#", index, ")");
+}
+
+std::string Plural(uint64_t n, const char* singular, const char* plural) {
+  return absl::StrCat(n, " ", n == 1 ? singular : plural);
+}
+
+std::string Table(const std::vector<std::vector<std::string>>& rows, const std::string& align,
+                  const std::string& indent) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    if (widths.size() < row.size()) widths.resize(row.size(), 0);
+    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line = indent;
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (c != 0) line += "  ";
+      const size_t pad = widths[c] - row[c].size();
+      const bool right = c < align.size() && align[c] == 'r';
+      if (right) line.append(pad, ' ');
+      line += row[c];
+      if (!right) line.append(pad, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line;
+    out += '\n';
+  }
+  return out;
+}
+
+std::string Printable(const std::string& text) {
+  std::string out = text;
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return out;
+}
+
+std::string FrameText(const Frame& f) {
+  std::string out = Printable(f.function);
+  if (!f.file.empty()) {
+    absl::StrAppend(&out, "  ", Printable(f.file));
+    if (f.line != 0) absl::StrAppend(&out, ":", f.line);
+  }
+  if (!f.function_known) {
+    absl::StrAppend(&out, " (", Printable(FrameLocation(f)), ")");
+  } else if (!f.module.empty()) {
+    absl::StrAppend(&out, "  (", Printable(std::string(Basename(f.module))), ")");
+  }
+  return out;
+}
+
+void AppendFrames(const std::vector<Frame>& frames, size_t max, const std::string& indent, std::string* out) {
+  if (frames.empty()) {
+    absl::StrAppend(out, indent, "(no stack)\n");
+    return;
+  }
+  for (size_t i = 0; i < frames.size() && i < max; ++i) absl::StrAppend(out, indent, FrameText(frames[i]), "\n");
+}
+
+}  // namespace cumemtrace::analyzer

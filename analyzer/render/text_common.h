@@ -1,0 +1,39 @@
+// Formatting for people: sizes (B, KiB, MiB, GiB, TiB with one decimal), times, dates, device names and frames.
+// Pure functions; no report logic.
+#ifndef CUMEMTRACE_ANALYZER_RENDER_TEXT_COMMON_H_
+#define CUMEMTRACE_ANALYZER_RENDER_TEXT_COMMON_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyzer/model/frame_resolver.h"
+
+namespace cumemtrace::analyzer {
+
+// "512 B", "1.5 KiB", "2.0 GiB".
+std::string HumanBytes(uint64_t bytes);
+// Nanoseconds as seconds: "12.345 s" (negative values keep their sign).
+std::string Seconds(int64_t ns);
+// A wall-clock date, "2026-11-22 01:52:03 UTC"; "unknown" for 0 or an impossible value.
+std::string UtcDate(int64_t unix_time_ns);
+// "device 0", or "host" for -1.
+std::string DeviceName(int32_t device);
+// "name (#3)", or "#3" for an unnamed thread.
+std::string ThreadLabel(uint32_t index, const std::string& name);
+// One frame: "function  file:line  (module)", "?? (libfoo.so+0x1234)".
+std::string FrameText(const Frame& frame);
+// Appends up to `max` frames, one per line, each prefixed by `indent`; "(no stack)" for an empty stack.
+void AppendFrames(const std::vector<Frame>& frames, size_t max, const std::string& indent, std::string* out);
+// "1 allocation", "3 allocations".
+std::string Plural(uint64_t n, const char* singular, const char* plural);
+// Lays out `rows` in columns as wide as their widest cell, separated by two spaces, each line prefixed by
+// `indent`. `align` holds 'l' or 'r' per column (missing: 'l'). Trailing spaces are trimmed.
+std::string Table(const std::vector<std::vector<std::string>>& rows, const std::string& align,
+                  const std::string& indent = "");
+// Replaces control characters so that a name from the trace cannot break the layout of a text report.
+std::string Printable(const std::string& text);
+
+}  // namespace cumemtrace::analyzer
+
+#endif  // CUMEMTRACE_ANALYZER_RENDER_TEXT_COMMON_H_

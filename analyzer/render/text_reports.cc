@@ -1,0 +1,305 @@
+// The reports as text for people. Layout only: must never compute anything the report did not.
+#include "analyzer/render/text_reports.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "analyzer/model/timelines.h"
+#include "analyzer/render/text_common.h"
+
+namespace cumemtrace::analyzer {
+namespace {
+
+constexpr char kFrameIndent[] = "        ";
+
+std::string CommandLine(const TraceHeader& h) {
+  std::vector<std::string> args;
+  for (const std::string& a : h.argv) args.push_back(Printable(a));
+  return args.empty() ? std::string("(unknown command)") : absl::StrJoin(args, " ");
+}
+
+// One line naming the trace and its process, for the reports other than the summary.
+void AppendTraceLine(const Overview& o, std::string* out) {
+  const TraceInfo& info = *o.info;
+  absl::StrAppend(out, "trace ", Printable(info.path), ": pid ", info.header.pid, " ", CommandLine(info.header),
+                  ", ran ", Seconds(info.DurationNs()), "\n\n");
+}
+
+void AppendProcess(const Overview& o, std::string* out) {
+  const TraceInfo& info = *o.info;
+  const TraceHeader& h = info.header;
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"trace", Printable(info.path)});
+  rows.push_back({"process", absl::StrCat("pid ", h.pid, "  ", CommandLine(h))});
+  if (!h.executable.empty()) rows.push_back({"executable", Printable(h.executable)});
+  rows.push_back({"host", absl::StrCat(h.hostname.empty() ? "unknown" : Printable(h.hostname), "   started ",
+                                       UtcDate(h.start_unix_time_ns), "   ran ", Seconds(info.DurationNs()))});
+  bool first = true;
+  for (const auto& [ordinal, d] : info.devices) {
+    if (ordinal == format::kHostDevice) continue;
+    rows.push_back({first ? "devices" : "",
+                    absl::StrCat(DeviceName(ordinal), "  ", Printable(d.name), "  ", HumanBytes(d.total_memory))});
+    first = false;
+  }
+  absl::StrAppend(out, Table(rows, "ll"), "\n");
+}
+
+// GPUs by ordinal first, the host last; on each device the total first, then kinds in their order.
+bool SectionBefore(const PeakSection* a, const PeakSection* b) {
+  if (a->device != b->device) {
+    if (a->device == format::kHostDevice || b->device == format::kHostDevice) return b->device == format::kHostDevice;
+    return a->device < b->device;
+  }
+  const int ra = a->series == kDeviceTotalSeries ? -1 : a->series;
+  const int rb = b->series == kDeviceTotalSeries ? -1 : b->series;
+  return ra < rb;
+}
+
+bool IsAddressSpace(const PeakSection& s) { return s.series == static_cast<int>(format::Kind::kAddressReserve); }
+
+std::vector<const PeakSection*> OrderedSections(const PeakReport& r, bool with_totals, bool address_space) {
+  std::vector<const PeakSection*> out;
+  if (with_totals && !address_space) {
+    for (const PeakSection& s : r.device_totals) out.push_back(&s);
+  }
+  for (const PeakSection& s : r.peaks) {
+    if (IsAddressSpace(s) == address_space) out.push_back(&s);
+  }
+  std::stable_sort(out.begin(), out.end(), SectionBefore);
+  return out;
+}
+
+void AppendGroups(const std::vector<ResolvedGroup>& groups, uint64_t other_bytes, uint64_t other_count,
+                  uint64_t group_count, std::string* out) {
+  for (const ResolvedGroup& g : groups) {
+    absl::StrAppendFormat(out, "  %10s %6.1f%%  %-16s  stack #%d\n", HumanBytes(g.bytes), g.share * 100.0,
+                          Plural(g.count, "allocation", "allocations"), g.stack_id);
+    AppendFrames(g.frames, g.frames.size(), kFrameIndent, out);
+  }
+  if (other_count != 0 && group_count > groups.size()) {
+    absl::StrAppendFormat(out, "  %10s in %s from %s more\n", HumanBytes(other_bytes),
+                          Plural(other_count, "allocation", "allocations"),
+                          Plural(group_count - groups.size(), "stack", "stacks"));
+  }
+}
+
+void AppendPeakSection(const PeakSection& s, std::string* out) {
+  const std::string kind = s.series == kDeviceTotalSeries ? std::string("total device memory") : s.kind;
+  absl::StrAppendFormat(out, "%s, %s: peak %s at %s, %s live (at the end: %s in %d)\n", DeviceName(s.device), kind,
+                        HumanBytes(s.peak_bytes), Seconds(s.peak_time_ns),
+                        Plural(s.peak_count, "allocation", "allocations"), HumanBytes(s.final_bytes),
+                        s.final_count);
+  if (s.snapshot_taken) AppendGroups(s.top, s.other_bytes, s.other_count, s.group_count, out);
+  out->push_back('\n');
+}
+
+void AppendPeakTable(const PeakReport& r, std::string* out) {
+  const std::vector<const PeakSection*> memory = OrderedSections(r, true, false);
+  const std::vector<const PeakSection*> address_space = OrderedSections(r, false, true);
+  if (memory.empty() && address_space.empty()) {
+    absl::StrAppend(out, "No allocations traced.\n\n");
+    return;
+  }
+  auto row = [](const PeakSection* s) {
+    return std::vector<std::string>{DeviceName(s->device),
+                                    s->series == kDeviceTotalSeries ? std::string("total") : s->kind,
+                                    HumanBytes(s->peak_bytes),
+                                    Seconds(s->peak_time_ns),
+                                    absl::StrCat(s->peak_count),
+                                    HumanBytes(s->final_bytes)};
+  };
+  if (!memory.empty()) {
+    std::vector<std::vector<std::string>> rows = {{"Peak memory", "kind", "peak", "at", "live", "at the end"}};
+    for (const PeakSection* s : memory) rows.push_back(row(s));
+    absl::StrAppend(out, Table(rows, "llrrrr"));
+    absl::StrAppend(out, "(total = device + managed + pool + vmm_physical on that device)\n\n");
+  }
+  if (!address_space.empty()) {
+    std::vector<std::vector<std::string>> rows = {
+        {"Address space (not memory)", "kind", "peak", "at", "live", "at the end"}};
+    for (const PeakSection* s : address_space) rows.push_back(row(s));
+    absl::StrAppend(out, Table(rows, "llrrrr"), "\n");
+  }
+}
+
+void AppendOom(const OomEntry& o, bool details, std::string* out) {
+  absl::StrAppendFormat(out, "seq %d at %s: %s of %s on %s (%s) failed: %s (%d)\n", o.seq, Seconds(o.time_ns),
+                        o.api, HumanBytes(o.requested_bytes), DeviceName(o.device), o.kind, o.error, o.error_code);
+  if (o.has_mem_info) {
+    absl::StrAppendFormat(out, "  driver: %s free of %s\n", HumanBytes(o.free_bytes), HumanBytes(o.total_bytes));
+  } else {
+    absl::StrAppend(out, "  driver: free memory unknown\n");
+  }
+  absl::StrAppendFormat(out, "  traced live %s: %s in %s\n",
+                        o.live_is_host ? "host memory" : absl::StrCat("on ", DeviceName(o.device)),
+                        HumanBytes(o.live_bytes), Plural(o.live_count, "allocation", "allocations"));
+  absl::StrAppend(out, "  requested by thread ", ThreadLabel(o.thread, o.thread_name), " at\n");
+  AppendFrames(o.stack, o.stack.size(), kFrameIndent, out);
+  if (details && o.snapshot_taken && !o.live_by_stack.empty()) {
+    absl::StrAppend(out, "  live then, by stack:\n");
+    AppendGroups(o.live_by_stack, o.other_bytes, o.other_count, o.group_count, out);
+  }
+}
+
+void AppendLeakEntries(const LeakReport& r, std::string* out) {
+  for (const LeakEntry& e : r.top) {
+    absl::StrAppendFormat(out, "  %10s  %-16s  %s, %s  stack #%d\n", HumanBytes(e.bytes),
+                          Plural(e.count, "allocation", "allocations"), DeviceName(e.device), e.kind, e.stack_id);
+    AppendFrames(e.frames, e.frames.size(), kFrameIndent, out);
+  }
+  if (r.group_count > r.top.size()) {
+    absl::StrAppendFormat(out, "  ... and %s more\n", Plural(r.group_count - r.top.size(), "stack", "stacks"));
+  }
+}
+
+void AppendLeakTotals(const LeakReport& r, std::string* out) {
+  std::vector<std::vector<std::string>> rows;
+  for (const LeakTotal& t : r.totals) {
+    rows.push_back({DeviceName(t.device), format::KindName(t.kind), HumanBytes(t.bytes),
+                    Plural(t.count, "allocation", "allocations"),
+                    IsMemoryKind(t.kind) ? "" : "(not counted as memory)"});
+  }
+  absl::StrAppend(out, Table(rows, "llrll", "  "));
+}
+
+std::string LeakHeadline(const LeakReport& r) {
+  if (r.totals.empty()) return "Leaks: nothing live at the end of the trace.\n";
+  return absl::StrFormat("Leaks: %s in %s live at the end of the trace%s\n", HumanBytes(r.memory_bytes),
+                         Plural(r.memory_count, "allocation", "allocations"),
+                         r.clean_end ? "" : " (it has no clean end: the process may still have freed them)");
+}
+
+void AppendSpike(const PinnedSpike& s, std::string* out) {
+  absl::StrAppendFormat(out, "  +%s in %s .. %s (%s -> %s), mostly by thread %s: %s\n", HumanBytes(s.rise_bytes),
+                        Seconds(s.start_ns), Seconds(s.end_ns), HumanBytes(s.start_bytes), HumanBytes(s.max_bytes),
+                        ThreadLabel(s.thread, s.thread_name), HumanBytes(s.allocated_bytes));
+  AppendFrames(s.stack, s.stack.size(), kFrameIndent, out);
+}
+
+void AppendHealth(const Overview& o, std::string* out) {
+  const TraceInfo& info = *o.info;
+  absl::StrAppendFormat(out, "Health: %d events read", info.stats.events);
+  if (info.stats.unknown_api_events != 0) {
+    absl::StrAppendFormat(out, ", %d with an unknown api skipped", info.stats.unknown_api_events);
+  }
+  if (o.model.unmatched_frees != 0) absl::StrAppendFormat(out, ", %d frees of nothing live", o.model.unmatched_frees);
+  if (o.model.overwritten != 0) {
+    absl::StrAppendFormat(out, ", %d allocations at an address already live", o.model.overwritten);
+  }
+  if (info.has_trailer) {
+    const TrailerInfo& t = info.trailer;
+    absl::StrAppendFormat(out, "; the tool wrote %d events, dropped %d, %d unwind failures, %d truncated stacks",
+                          t.events, t.dropped_events, t.unwind_failures, t.truncated_stacks);
+    if (t.wrapper_slots_exhausted != 0) {
+      absl::StrAppendFormat(out, ", %d driver pointers not wrapped", t.wrapper_slots_exhausted);
+    }
+  } else if (info.stats.truncated) {
+    absl::StrAppendFormat(out, "; the trace is cut off at byte %d", info.stats.truncated_at);
+  } else {
+    absl::StrAppend(out, "; no trailer (the process did not exit cleanly)");
+  }
+  out->append("\n");
+}
+
+}  // namespace
+
+std::string PeakText(const Overview& o, const PeakReport& r) {
+  std::string out;
+  AppendTraceLine(o, &out);
+  AppendPeakTable(r, &out);
+  for (const PeakSection* s : OrderedSections(r, true, false)) AppendPeakSection(*s, &out);
+  return out;
+}
+
+std::string LeaksText(const Overview& o, const LeakReport& r) {
+  std::string out;
+  AppendTraceLine(o, &out);
+  out += LeakHeadline(r);
+  AppendLeakTotals(r, &out);
+  if (!r.top.empty()) {
+    absl::StrAppend(&out, "\nLargest, by stack:\n");
+    AppendLeakEntries(r, &out);
+  }
+  return out;
+}
+
+std::string OomText(const Overview& o, const OomReport& r) {
+  std::string out;
+  AppendTraceLine(o, &out);
+  if (r.total == 0) {
+    absl::StrAppend(&out, "No failed allocations.\n");
+    return out;
+  }
+  absl::StrAppend(&out, Plural(r.total, "failed allocation", "failed allocations"));
+  if (r.ooms.size() < r.total) absl::StrAppendFormat(&out, " (%d kept: the first and the last)", r.ooms.size());
+  absl::StrAppend(&out, "\n\n");
+  for (const OomEntry& e : r.ooms) {
+    AppendOom(e, true, &out);
+    out.push_back('\n');
+  }
+  return out;
+}
+
+std::string PinnedText(const Overview& o, const PinnedReport& r) {
+  std::string out;
+  AppendTraceLine(o, &out);
+  if (r.allocations == 0) {
+    absl::StrAppend(&out, "No pinned host memory allocated.\n");
+    return out;
+  }
+  absl::StrAppendFormat(&out, "Pinned host memory: peak %s at %s; %s, %s in all; %s live at the end\n",
+                        HumanBytes(r.peak_bytes), Seconds(r.peak_time_ns),
+                        Plural(r.allocations, "allocation", "allocations"), HumanBytes(r.allocated_bytes),
+                        HumanBytes(r.final_bytes));
+  absl::StrAppendFormat(&out, "\nLargest rises (windows of %s):\n", Seconds(r.window_ns));
+  for (const PinnedSpike& s : r.spikes) AppendSpike(s, &out);
+  absl::StrAppend(&out, "\nTimeline (the most live in each interval):\n");
+  uint64_t max = 1;
+  for (const TimelinePoint& p : r.timeline) max = std::max(max, p.bytes);
+  std::vector<std::vector<std::string>> rows;
+  for (const TimelinePoint& p : r.timeline) {
+    const int bar = static_cast<int>(static_cast<double>(p.bytes) * 40.0 / static_cast<double>(max) + 0.5);
+    rows.push_back({Seconds(p.time_ns), HumanBytes(p.bytes), std::string(bar, '#')});
+  }
+  absl::StrAppend(&out, Table(rows, "rrl", "  "));
+  return out;
+}
+
+std::string SummaryText(const Overview& o, const SummaryReport& r) {
+  std::string out;
+  AppendProcess(o, &out);
+  AppendPeakTable(r.peak, &out);
+  for (const PeakSection* s : OrderedSections(r.peak, false, false)) AppendPeakSection(*s, &out);
+
+  out += LeakHeadline(r.leaks);
+  if (!r.leaks.top.empty()) {
+    const LeakEntry& e = r.leaks.top.front();
+    absl::StrAppendFormat(&out, "  the largest: %s in %s (%s, %s) at\n", HumanBytes(e.bytes),
+                          Plural(e.count, "allocation", "allocations"), DeviceName(e.device), e.kind);
+    AppendFrames(e.frames, e.frames.size(), kFrameIndent, &out);
+  }
+  out.push_back('\n');
+
+  if (r.ooms.total == 0) {
+    absl::StrAppend(&out, "Failed allocations: none\n\n");
+  } else {
+    absl::StrAppendFormat(&out, "Failed allocations: %d; the last:\n", r.ooms.total);
+    AppendOom(r.ooms.ooms.back(), false, &out);
+    out.push_back('\n');
+  }
+
+  if (r.pinned.allocations == 0) {
+    absl::StrAppend(&out, "Pinned host memory: none\n\n");
+  } else {
+    absl::StrAppendFormat(&out, "Pinned host memory: peak %s at %s\n", HumanBytes(r.pinned.peak_bytes),
+                          Seconds(r.pinned.peak_time_ns));
+    if (!r.pinned.spikes.empty()) AppendSpike(r.pinned.spikes.front(), &out);
+    out.push_back('\n');
+  }
+  AppendHealth(o, &out);
+  return out;
+}
+
+}  // namespace cumemtrace::analyzer

@@ -1,0 +1,33 @@
+// The leak report from the model's end-of-trace grouping. Must never sum address space or mappings into memory.
+#include "analyzer/reports/leak_report.h"
+
+#include <algorithm>
+
+namespace cumemtrace::analyzer {
+
+LeakReport BuildLeakReport(const Analysis& a, const ReportOptions& options, FrameResolver& resolver) {
+  LeakReport r;
+  r.totals = a.leak_totals;
+  r.group_count = a.leaks.size();
+  r.clean_end = a.info.has_trailer;
+  for (const LeakTotal& t : a.leak_totals) {
+    if (!IsMemoryKind(t.kind)) continue;
+    r.memory_bytes += t.bytes;
+    r.memory_count += t.count;
+  }
+  const size_t n = std::min(a.leaks.size(), options.top);
+  for (size_t i = 0; i < n; ++i) {
+    const LeakGroup& g = a.leaks[i];
+    LeakEntry e;
+    e.device = g.device;
+    e.kind = format::KindName(g.kind);
+    e.bytes = g.bytes;
+    e.count = g.count;
+    e.stack_id = g.stack;
+    e.frames = resolver.ResolveStack(g.stack, options.frames);
+    r.top.push_back(std::move(e));
+  }
+  return r;
+}
+
+}  // namespace cumemtrace::analyzer

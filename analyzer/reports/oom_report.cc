@@ -1,0 +1,48 @@
+// The OOM report from the model's failed-allocation records.
+#include "analyzer/reports/oom_report.h"
+
+#include "analyzer/model/cuda_errors.h"
+
+namespace cumemtrace::analyzer {
+
+OomReport BuildOomReport(const Analysis& a, const ReportOptions& options, FrameResolver& resolver) {
+  OomReport r;
+  r.total = a.oom_count;
+  for (const OomRecord& rec : a.ooms) {
+    const Event& e = rec.event;
+    OomEntry o;
+    o.seq = e.seq;
+    o.time_ns = a.info.Relative(e.time_ns);
+    o.device = e.device;
+    o.kind = format::KindName(e.info->kind);
+    o.api = e.info->name;
+    o.requested_bytes = e.size;
+    o.error_code = e.result;
+    o.error = CudaErrorString(e.result);
+    o.has_mem_info = e.has_mem_info;
+    o.free_bytes = e.free_bytes;
+    o.total_bytes = e.total_bytes;
+    o.live_is_host = rec.scope.scope == SnapshotFilter::Scope::kHostMemory;
+    o.live_bytes = rec.live_bytes;
+    o.live_count = rec.live_count;
+    o.thread = e.thread;
+    o.thread_name = a.info.ThreadName(e.thread);
+    o.stack_id = e.stack;
+    o.stack = resolver.ResolveStack(e.stack, options.frames);
+    o.snapshot_taken = rec.live_by_stack.taken;
+    if (o.snapshot_taken) {
+      o.live_by_stack = ResolveGroups(rec.live_by_stack.groups, rec.live_by_stack.total_bytes, options, resolver);
+      o.group_count = rec.live_by_stack.group_count;
+      o.other_bytes = rec.live_by_stack.total_bytes;
+      o.other_count = rec.live_by_stack.total_count;
+      for (const ResolvedGroup& g : o.live_by_stack) {
+        o.other_bytes -= g.bytes;
+        o.other_count -= g.count;
+      }
+    }
+    r.ooms.push_back(std::move(o));
+  }
+  return r;
+}
+
+}  // namespace cumemtrace::analyzer

@@ -1,0 +1,51 @@
+// The OOM report: every failed allocation kept by the model, with the request (size, api, device, kind), the
+// driver's answer (error, free/total memory then), the traced live memory at that moment in the same place
+// (the device's memory, or host memory for pinned/registered requests) grouped by stack, and who asked (thread,
+// stack).
+#ifndef CUMEMTRACE_ANALYZER_REPORTS_OOM_REPORT_H_
+#define CUMEMTRACE_ANALYZER_REPORTS_OOM_REPORT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyzer/reports/report_common.h"
+
+namespace cumemtrace::analyzer {
+
+struct OomEntry {
+  uint64_t seq = 0;
+  int64_t time_ns = 0;  // relative
+  int32_t device = 0;
+  const char* kind = "";
+  const char* api = "";
+  uint64_t requested_bytes = 0;
+  int32_t error_code = 0;
+  std::string error;  // CUDA_ERROR_OUT_OF_MEMORY, or "error <code>"
+  bool has_mem_info = false;
+  uint64_t free_bytes = 0;
+  uint64_t total_bytes = 0;
+  bool live_is_host = false;  // live_* count host memory (pinned + registered), else the device's memory
+  uint64_t live_bytes = 0;
+  uint64_t live_count = 0;
+  uint32_t thread = 0;
+  std::string thread_name;
+  uint64_t stack_id = 0;
+  std::vector<Frame> stack;
+  bool snapshot_taken = false;
+  std::vector<ResolvedGroup> live_by_stack;
+  uint64_t group_count = 0;  // stacks live then in all
+  uint64_t other_bytes = 0;  // live in stacks not listed
+  uint64_t other_count = 0;
+};
+
+struct OomReport {
+  std::vector<OomEntry> ooms;  // in replay order
+  uint64_t total = 0;          // failed allocations in the trace (ooms may hold fewer: see AnalyzeOptions)
+};
+
+OomReport BuildOomReport(const Analysis& analysis, const ReportOptions& options, FrameResolver& resolver);
+
+}  // namespace cumemtrace::analyzer
+
+#endif  // CUMEMTRACE_ANALYZER_REPORTS_OOM_REPORT_H_

@@ -1,0 +1,197 @@
+// Not a test: measures how fast the analyzer reads and models a large synthetic trace (target: over 20 million
+// events per second per core for reading + model).
+// Usage: analyzer_benchmark [millions of events] [trace path] [reuse: read the trace left by an earlier run]
+// [read|model: stop after that phase, and skip the component measurements].
+// The trace mimics a training run: alloc/free pairs over a live set of ~20k allocations, 8 threads, 200 stacks,
+// a little out-of-order writing between threads.
+#include <time.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "analyzer/model/analysis.h"
+#include "analyzer/model/memory_model.h"
+#include "analyzer/reader/reorder_window.h"
+#include "tests/unit/analyzer/trace_builder.h"
+
+namespace cumemtrace::analyzer::test {
+namespace {
+
+class NullVisitor : public TraceVisitor {
+ public:
+  void OnEvent(const Event& e) override { sum_ += e.size; }
+  uint64_t sum_ = 0;
+};
+
+class ModelVisitor : public TraceVisitor {
+ public:
+  void OnEvent(const Event& e) override { model_.Apply(e); }
+  void OnEvents(absl::Span<const Event> events) override {
+    model_.ApplyAll(events, [](const Event&, const Outcome&, uint64_t) {});
+  }
+  MemoryModel model_;
+};
+
+// CPU time of this thread: the machine may be shared, and wall time would measure the neighbours.
+double CpuSeconds() {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+int Main(int argc, char** argv) {
+  const uint64_t millions = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 20;
+  const std::string path = argc > 2 ? argv[2] : "/tmp/cumem_benchmark.pb";
+  const uint64_t total = millions * 1'000'000;
+  std::mt19937_64 rng(7);
+  const bool reuse = argc > 3 && std::string(argv[3]) == "reuse";
+  if (!reuse) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    TraceBuilder head;
+    head.Header();
+    std::fwrite(head.bytes().data(), 1, head.size(), f);
+    std::vector<uint64_t> live;
+    uint64_t seq = 1;
+    int64_t t = kStartNs;
+    uint64_t next_address = 0x7f00'0000'0000ull;
+    while (seq <= total) {
+      std::vector<Ev> batch;
+      const uint32_t thread = static_cast<uint32_t>(rng() % 8);
+      for (int i = 0; i < 4096 && seq <= total; ++i) {
+        Ev e;
+        e.seq = seq++;
+        t += static_cast<int64_t>(rng() % 2000);
+        e.time_ns = t;
+        e.thread = thread;
+        e.stack = 1 + rng() % 200;
+        if (live.size() < 20000 && (live.size() < 100 || rng() % 2 == 0)) {
+          e.api = rng() % 10 == 0 ? format::Api::kCudaMallocAsync : format::Api::kCuMemAlloc;
+          e.address = next_address;
+          next_address += 4096 * (1 + rng() % 64);
+          e.size = 512 * (1 + rng() % 8192);
+          live.push_back(e.address);
+        } else {
+          const size_t k = rng() % live.size();
+          e.api = format::Api::kCuMemFree;
+          e.address = live[k];
+          live[k] = live.back();
+          live.pop_back();
+        }
+        batch.push_back(e);
+      }
+      // Swap two neighbours now and then: threads write slightly out of order.
+      if (batch.size() > 2 && rng() % 4 == 0) std::swap(batch[0], batch[1]);
+      const std::string bytes = TraceBuilder().Events(batch).bytes();
+      std::fwrite(bytes.data(), 1, bytes.size(), f);
+    }
+    std::fclose(f);
+  }
+  std::printf("trace: %s, %llu events\n", path.c_str(), static_cast<unsigned long long>(total));
+
+  const std::string only = argc > 4 ? argv[4] : "";
+  if (only != "read" && only != "model") {
+    // Components alone: the reorder window with events in order, and the live set's insert/remove pattern.
+    NullVisitor sink;
+    ReorderWindow window;
+    Event e;
+    e.info = format::FindApi(static_cast<uint32_t>(format::Api::kCudaMalloc));
+    double t0 = CpuSeconds();
+    for (uint64_t i = 0; i < total; ++i) {
+      e.seq = i;
+      e.size = i;
+      window.Push(e, sink);
+    }
+    window.Drain(sink);
+    double s = CpuSeconds() - t0;
+    std::printf("window alone:        %.2f s cpu, %.1f M events/s\n", s, total / s / 1e6);
+    // The live set alone, on a precomputed insert/remove pattern (20k live at most), without and with prefetching.
+    std::vector<std::pair<bool, uint64_t>> ops;
+    {
+      std::vector<uint64_t> addresses;
+      std::mt19937_64 r(3);
+      uint64_t next = 0x7f00'0000'0000ull;
+      for (uint64_t i = 0; i < total; ++i) {
+        if (addresses.size() < 20000 && (addresses.size() < 100 || (r() & 1))) {
+          addresses.push_back(next);
+          ops.push_back({true, next});
+          next += 4096 * (1 + (r() & 63));
+        } else {
+          const size_t k = r() % addresses.size();
+          ops.push_back({false, addresses[k]});
+          addresses[k] = addresses.back();
+          addresses.pop_back();
+        }
+      }
+    }
+    for (int prefetch = 0; prefetch < 2; ++prefetch) {
+      LiveSet live;
+      Allocation a;
+      a.kind = format::Kind::kDevice;
+      Allocation old;
+      t0 = CpuSeconds();
+      for (size_t i = 0; i < ops.size(); ++i) {
+        if (prefetch && i + 8 < ops.size()) live.Prefetch(format::Space::kAllocation, ops[i + 8].second);
+        if (ops[i].first) {
+          live.Insert(ops[i].second, a, &old);
+        } else {
+          live.Remove(format::Space::kAllocation, ops[i].second, &old);
+        }
+      }
+      s = CpuSeconds() - t0;
+      std::printf("live set alone%s: %.2f s cpu, %.1f M ops/s\n", prefetch ? " (prefetch)" : "           ", s,
+                  total / s / 1e6);
+    }
+    // The model alone over in-memory events (the same pattern), in chunks as the reader hands them over.
+    {
+      std::vector<Event> events(ops.size());
+      for (size_t i = 0; i < ops.size(); ++i) {
+        Event& ev = events[i];
+        ev.seq = i;
+        ev.time_ns = static_cast<int64_t>(i) * 100;
+        ev.api = ops[i].first ? format::Api::kCuMemAlloc : format::Api::kCuMemFree;
+        ev.info = format::FindApi(static_cast<uint32_t>(ev.api));
+        ev.address = ops[i].second;
+        ev.size = 4096;
+        ev.stack = 1 + i % 200;
+      }
+      MemoryModel model;
+      t0 = CpuSeconds();
+      for (size_t i = 0; i < events.size(); i += 256) {
+        model.ApplyAll(absl::Span<const Event>(events).subspan(i, 256), [](const Event&, const Outcome&, uint64_t) {});
+      }
+      s = CpuSeconds() - t0;
+      std::printf("model alone:         %.2f s cpu, %.1f M events/s\n", s, total / s / 1e6);
+    }
+  }
+  double start = CpuSeconds();
+  NullVisitor null;
+  ReadStats stats;
+  if (!ReadTrace(path, null, &stats).ok()) return 1;
+  double s = CpuSeconds() - start;
+  std::printf("read only:           %.2f s cpu, %.1f M events/s, %.2f bytes/event\n", s, total / s / 1e6,
+              static_cast<double>(stats.bytes) / static_cast<double>(total));
+
+  if (only == "read") return 0;
+  start = CpuSeconds();
+  ModelVisitor model;
+  if (!ReadTrace(path, model, &stats).ok()) return 1;
+  s = CpuSeconds() - start;
+  std::printf("read + model:        %.2f s, %.1f M events/s (live at end: %zu)\n", s, total / s / 1e6,
+              model.model_.live().size());
+
+  if (only == "model") return 0;
+  start = CpuSeconds();
+  absl::StatusOr<std::unique_ptr<Analysis>> a = Analyze(path, AnalyzeOptions());
+  if (!a.ok()) return 1;
+  s = CpuSeconds() - start;
+  std::printf("full analysis (summary: one pass): %.2f s, %.1f M events/s\n", s, total / s / 1e6);
+  return 0;
+}
+
+}  // namespace
+}  // namespace cumemtrace::analyzer::test
+
+int main(int argc, char** argv) { return cumemtrace::analyzer::test::Main(argc, argv); }

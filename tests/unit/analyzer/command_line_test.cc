@@ -1,0 +1,72 @@
+// ParseCommandLine: subcommands, flags in any position, and one-line usage errors.
+#include "analyzer/command_line.h"
+
+#include "gtest/gtest.h"
+
+namespace cumemtrace::analyzer {
+namespace {
+
+TEST(CommandLine, Defaults) {
+  absl::StatusOr<CommandLine> cl = ParseCommandLine({"run.pb"});
+  ASSERT_TRUE(cl.ok());
+  EXPECT_EQ(cl->command, Command::kSummary);
+  EXPECT_EQ(cl->trace, "run.pb");
+  EXPECT_FALSE(cl->json);
+  EXPECT_EQ(cl->top, 10u);
+  EXPECT_FALSE(cl->top_given);
+  EXPECT_FALSE(cl->frames.has_value());
+}
+
+TEST(CommandLine, SubcommandsAndFlags) {
+  struct Case {
+    std::vector<std::string> args;
+    Command command;
+    bool json;
+    size_t top;
+  };
+  const std::vector<Case> cases = {
+      {{"peak", "run.pb"}, Command::kPeak, false, 10},
+      {{"leaks", "--json", "run.pb"}, Command::kLeaks, true, 10},
+      {{"--top", "3", "pinned", "run.pb"}, Command::kPinned, false, 3},
+      {{"oom", "run.pb", "--top=0", "--json"}, Command::kOom, true, 0},
+      {{"events", "run.pb"}, Command::kEvents, false, 10},
+      {{"summary", "run.pb"}, Command::kSummary, false, 10},
+      {{"summary", "--", "-weird.pb"}, Command::kSummary, false, 10},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<CommandLine> cl = ParseCommandLine(c.args);
+    ASSERT_TRUE(cl.ok()) << cl.status();
+    EXPECT_EQ(cl->command, c.command);
+    EXPECT_EQ(cl->json, c.json);
+    EXPECT_EQ(cl->top, c.top);
+  }
+  EXPECT_EQ(ParseCommandLine({"summary", "--", "-weird.pb"})->trace, "-weird.pb");
+  EXPECT_EQ(ParseCommandLine({"run.pb", "--frames", "4"})->frames, 4u);
+  EXPECT_EQ(ParseCommandLine({"run.pb", "--help"})->command, Command::kHelp);
+  EXPECT_EQ(ParseCommandLine({"-h"})->command, Command::kHelp);
+  EXPECT_EQ(ParseCommandLine({"--version"})->command, Command::kVersion);
+  EXPECT_EQ(ParseCommandLine({"-"})->trace, "-");
+}
+
+TEST(CommandLine, Errors) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{}, "missing the trace file"},
+      {{"--json"}, "missing the trace file"},
+      {{"peak"}, "missing the trace file after 'peak'"},
+      {{"run.pb", "--bogus"}, "unknown option --bogus"},
+      {{"run.pb", "--top"}, "--top needs a number"},
+      {{"run.pb", "--top", "x"}, "--top takes a number from 0 to 1000000, not 'x'"},
+      {{"run.pb", "--top=-1"}, "--top takes a number from 0 to 1000000, not '-1'"},
+      {{"run.pb", "--frames", "99999"}, "--frames takes a number from 0 to 4096, not '99999'"},
+      {{"bogus", "run.pb"}, "unknown subcommand 'bogus' (one of: summary, peak, leaks, pinned, oom, events)"},
+      {{"peak", "run.pb", "extra"}, "unexpected argument 'extra'"},
+  };
+  for (const auto& [args, message] : cases) {
+    absl::StatusOr<CommandLine> cl = ParseCommandLine(args);
+    ASSERT_FALSE(cl.ok());
+    EXPECT_EQ(cl.status().message(), message);
+  }
+}
+
+}  // namespace
+}  // namespace cumemtrace::analyzer

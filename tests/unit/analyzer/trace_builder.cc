@@ -1,0 +1,218 @@
+// Test helper: trace files from the generated classes (trace_builder.h).
+#include "tests/unit/analyzer/trace_builder.h"
+
+#include <fstream>
+
+#include "gtest/gtest.h"
+
+namespace cumemtrace::analyzer::test {
+
+Ev Alloc(uint64_t seq, double t_ms, uint64_t address, uint64_t size, uint64_t stack, format::Api api,
+         int32_t device, uint32_t thread) {
+  Ev e;
+  e.seq = seq;
+  e.time_ns = kStartNs + static_cast<int64_t>(t_ms * 1e6);
+  e.api = api;
+  e.device = device;
+  e.address = address;
+  e.size = size;
+  e.stack = stack;
+  e.thread = thread;
+  return e;
+}
+
+Ev Free(uint64_t seq, double t_ms, uint64_t address, format::Api api, int32_t device, uint32_t thread) {
+  Ev e;
+  e.seq = seq;
+  e.time_ns = kStartNs + static_cast<int64_t>(t_ms * 1e6);
+  e.api = api;
+  e.device = device;
+  e.address = address;
+  e.thread = thread;
+  return e;
+}
+
+std::string Varint(uint64_t value) {
+  std::string out;
+  while (value >= 0x80) {
+    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
+    value >>= 7;
+  }
+  out.push_back(static_cast<char>(value));
+  return out;
+}
+
+std::string Frame(const format::Packet& packet) {
+  const std::string body = packet.SerializeAsString();
+  return "\x0a" + Varint(body.size()) + body;
+}
+
+std::string WriteTempFile(const std::string& name, const std::string& bytes) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return path;
+}
+
+format::Header TraceBuilder::DefaultHeader() {
+  format::Header h;
+  h.set_magic(format::kMagic);
+  h.set_format_version(format::kFormatVersion);
+  h.set_tool_version("0.1.0-test");
+  h.set_pid(4242);
+  h.set_ppid(1);
+  h.add_argv("python");
+  h.add_argv("train.py");
+  h.set_hostname("testhost");
+  h.set_clock_id(1);
+  h.set_start_time_ns(kStartNs);
+  h.set_start_unix_time_ns(kStartUnixNs);
+  h.set_driver_version(13000);
+  h.set_stack_depth(64);
+  h.set_executable("/usr/bin/python3");
+  return h;
+}
+
+TraceBuilder& TraceBuilder::Header(const format::Header& header) {
+  format::Packet p;
+  *p.mutable_header() = header;
+  return Packet(p);
+}
+
+TraceBuilder& TraceBuilder::Device(int32_t ordinal, const std::string& name, uint64_t total_memory) {
+  format::Packet p;
+  p.mutable_device()->set_ordinal(ordinal);
+  p.mutable_device()->set_name(name);
+  p.mutable_device()->set_uuid(std::string("\x01\x02\xab", 3));
+  p.mutable_device()->set_total_memory(total_memory);
+  p.mutable_device()->set_driver_version(13000);
+  return Packet(p);
+}
+
+TraceBuilder& TraceBuilder::Thread(uint32_t index, int32_t tid, const std::string& name) {
+  format::Packet p;
+  p.mutable_thread()->set_index(index);
+  p.mutable_thread()->set_tid(tid);
+  p.mutable_thread()->set_name(name);
+  return Packet(p);
+}
+
+TraceBuilder& TraceBuilder::Module(uint32_t id, const std::string& path, uint64_t load_bias, uint64_t start,
+                                   uint64_t end) {
+  format::Packet p;
+  format::Module* m = p.mutable_module();
+  m->set_id(id);
+  m->set_path(path);
+  m->set_load_bias(load_bias);
+  m->set_start(start);
+  m->set_end(end);
+  return Packet(p);
+}
+
+TraceBuilder& TraceBuilder::StackNodes(uint64_t first_id, const std::vector<uint64_t>& parents,
+                                       const std::vector<uint64_t>& pcs) {
+  format::Packet p;
+  format::StackNodes* n = p.mutable_stack_nodes();
+  n->set_first_id(first_id);
+  for (uint64_t v : parents) n->add_parent(v);
+  for (uint64_t v : pcs) n->add_pc(v);
+  return Packet(p);
+}
+
+TraceBuilder& TraceBuilder::Strings(uint32_t first_id, const std::vector<std::string>& values) {
+  format::Packet p;
+  p.mutable_strings()->set_first_id(first_id);
+  for (const std::string& v : values) p.mutable_strings()->add_value(v);
+  return Packet(p);
+}
+
+TraceBuilder& TraceBuilder::Symbols(const std::vector<uint64_t>& pcs, const std::vector<uint32_t>& functions,
+                                    const std::vector<uint32_t>& modules, const std::vector<uint64_t>& offsets) {
+  format::Packet p;
+  format::Symbols* s = p.mutable_symbols();
+  for (uint64_t v : pcs) s->add_pc(v);
+  for (uint32_t v : functions) s->add_function(v);
+  for (uint32_t v : modules) s->add_module(v);
+  for (uint64_t v : offsets) s->add_offset(v);
+  return Packet(p);
+}
+
+format::EventBatch TraceBuilder::Encode(const std::vector<Ev>& events, const EncodeOptions& options) {
+  format::EventBatch b;
+  if (events.empty()) return b;
+  b.set_first_seq(events[0].seq);
+  b.set_base_time_ns(events[0].time_ns);
+  bool consecutive = true;
+  for (size_t i = 1; i < events.size(); ++i) consecutive &= events[i].seq == events[i - 1].seq + 1;
+  if (!consecutive || options.explicit_seq) {
+    for (size_t i = 0; i < events.size(); ++i) {
+      b.add_seq_delta(static_cast<int64_t>(events[i].seq - (i == 0 ? events[0].seq : events[i - 1].seq)));
+    }
+  }
+  bool same_thread = true, same_device = true, same_stack = true;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const Ev& e = events[i];
+    b.add_time_delta_ns(e.time_ns - (i == 0 ? events[0].time_ns : events[i - 1].time_ns));
+    b.add_api(static_cast<uint32_t>(e.api));
+    b.add_address_delta(static_cast<int64_t>(e.address - (i == 0 ? 0 : events[i - 1].address)));
+    const format::ApiInfo* info = format::FindApi(static_cast<uint32_t>(e.api));
+    if (info != nullptr && info->op == format::Op::kAlloc) b.add_size(e.size);
+    if (info != nullptr && info->has_stream) b.add_stream(e.stream);
+    if (info != nullptr && info->has_aux) b.add_aux(e.aux);
+    same_thread &= e.thread == events[0].thread;
+    same_device &= e.device == events[0].device;
+    same_stack &= e.stack == events[0].stack;
+    if (e.result != 0) {
+      format::Failure* f = b.add_failures();
+      f->set_row(static_cast<uint32_t>(i));
+      f->set_result(e.result);
+      f->set_free_bytes(e.free_bytes);
+      f->set_total_bytes(e.total_bytes);
+      f->set_has_mem_info(e.has_mem_info);
+    }
+  }
+  const bool per_row = options.per_row_columns;
+  for (size_t i = 0; i < ((same_thread && !per_row) ? 1 : events.size()); ++i) b.add_thread(events[i].thread);
+  for (size_t i = 0; i < ((same_device && !per_row) ? 1 : events.size()); ++i) b.add_device(events[i].device);
+  for (size_t i = 0; i < ((same_stack && !per_row) ? 1 : events.size()); ++i) b.add_stack(events[i].stack);
+  return b;
+}
+
+TraceBuilder& TraceBuilder::Events(const std::vector<Ev>& events, const EncodeOptions& options) {
+  return Batch(Encode(events, options));
+}
+
+TraceBuilder& TraceBuilder::Batch(const format::EventBatch& batch) {
+  format::Packet p;
+  *p.mutable_events() = batch;
+  return Packet(p);
+}
+
+TraceBuilder& TraceBuilder::Trailer(uint64_t events, int64_t end_time_ns) {
+  format::Packet p;
+  format::Trailer* t = p.mutable_trailer();
+  t->set_events(events);
+  t->set_dropped_events(0);
+  t->set_unwind_failures(2);
+  t->set_truncated_stacks(1);
+  t->set_bytes_written(bytes_.size());
+  t->set_stack_nodes(7);
+  t->set_end_time_ns(end_time_ns);
+  t->set_recorder_time_ns(12345);
+  t->set_flushes(3);
+  return Packet(p);
+}
+
+TraceBuilder& TraceBuilder::Packet(const format::Packet& packet) {
+  bytes_ += Frame(packet);
+  return *this;
+}
+
+TraceBuilder& TraceBuilder::Raw(const std::string& bytes) {
+  bytes_ += bytes;
+  return *this;
+}
+
+std::string TraceBuilder::Write(const std::string& name) const { return WriteTempFile(name, bytes_); }
+
+}  // namespace cumemtrace::analyzer::test

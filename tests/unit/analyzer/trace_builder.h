@@ -1,0 +1,88 @@
+// Test helper: builds cumemtrace trace files with protoc's generated classes, packet by packet, encoding event
+// batches by the column rules of trace.proto (constant columns written once, per-api columns only for the rows
+// that have them, failures by row). Tests describe events as plain rows and assert what the analyzer makes of them.
+#ifndef CUMEMTRACE_TESTS_UNIT_ANALYZER_TRACE_BUILDER_H_
+#define CUMEMTRACE_TESTS_UNIT_ANALYZER_TRACE_BUILDER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "proto/format.h"
+#include "proto/trace.pb.h"
+
+namespace cumemtrace::analyzer::test {
+
+inline constexpr int64_t kStartNs = 1'000'000'000;          // header start_time_ns of built traces
+inline constexpr int64_t kStartUnixNs = 1'763'776'323'000'000'000;  // 2025-11-22 01:52:03 UTC
+
+struct Ev {
+  uint64_t seq = 0;
+  int64_t time_ns = 0;  // absolute (trace clock); kStartNs + offset
+  format::Api api = format::Api::kCudaMalloc;
+  int32_t device = 0;
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint64_t stream = 0;
+  uint64_t aux = 0;
+  uint64_t stack = 0;
+  uint32_t thread = 0;
+  int32_t result = 0;
+  bool has_mem_info = false;
+  uint64_t free_bytes = 0;
+  uint64_t total_bytes = 0;
+};
+
+// Shorthands: an allocation / free at `t_ms` milliseconds after the start.
+Ev Alloc(uint64_t seq, double t_ms, uint64_t address, uint64_t size, uint64_t stack = 0,
+         format::Api api = format::Api::kCudaMalloc, int32_t device = 0, uint32_t thread = 0);
+Ev Free(uint64_t seq, double t_ms, uint64_t address, format::Api api = format::Api::kCudaFree, int32_t device = 0,
+        uint32_t thread = 0);
+
+struct EncodeOptions {
+  bool per_row_columns = false;  // write thread/device/stack once per row even when constant
+  bool explicit_seq = false;     // write seq_delta even when seqs are consecutive
+};
+
+class TraceBuilder {
+ public:
+  // A header with the magic, format version 1 and test values (pid 4242, argv "python train.py", ...).
+  static format::Header DefaultHeader();
+
+  TraceBuilder& Header() { return Header(DefaultHeader()); }
+  TraceBuilder& Header(const format::Header& header);
+  TraceBuilder& Device(int32_t ordinal, const std::string& name, uint64_t total_memory);
+  TraceBuilder& Thread(uint32_t index, int32_t tid, const std::string& name);
+  TraceBuilder& Module(uint32_t id, const std::string& path, uint64_t load_bias, uint64_t start, uint64_t end);
+  TraceBuilder& StackNodes(uint64_t first_id, const std::vector<uint64_t>& parents, const std::vector<uint64_t>& pcs);
+  TraceBuilder& Strings(uint32_t first_id, const std::vector<std::string>& values);
+  // One symbol per pc: function string id, module id, offset.
+  TraceBuilder& Symbols(const std::vector<uint64_t>& pcs, const std::vector<uint32_t>& functions,
+                        const std::vector<uint32_t>& modules, const std::vector<uint64_t>& offsets);
+  TraceBuilder& Events(const std::vector<Ev>& events, const EncodeOptions& options = {});
+  TraceBuilder& Batch(const format::EventBatch& batch);
+  TraceBuilder& Trailer(uint64_t events, int64_t end_time_ns);
+  TraceBuilder& Packet(const format::Packet& packet);
+  TraceBuilder& Raw(const std::string& bytes);
+
+  // Offset at which the next packet will start.
+  size_t size() const { return bytes_.size(); }
+  const std::string& bytes() const { return bytes_; }
+  // Writes the trace to a fresh file under the test temp directory; returns its path.
+  std::string Write(const std::string& name) const;
+
+  static format::EventBatch Encode(const std::vector<Ev>& events, const EncodeOptions& options = {});
+
+ private:
+  std::string bytes_;
+};
+
+// One packet framed as Trace.packet (tag 0x0a, varint length, bytes).
+std::string Frame(const format::Packet& packet);
+std::string Varint(uint64_t value);
+// Writes `bytes` to a fresh file under the test temp directory; returns its path.
+std::string WriteTempFile(const std::string& name, const std::string& bytes);
+
+}  // namespace cumemtrace::analyzer::test
+
+#endif  // CUMEMTRACE_TESTS_UNIT_ANALYZER_TRACE_BUILDER_H_
