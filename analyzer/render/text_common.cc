@@ -103,7 +103,23 @@ void AppendFrames(const std::vector<Frame>& frames, size_t max, const std::strin
     absl::StrAppend(out, indent, "(no stack)\n");
     return;
   }
-  for (size_t i = 0; i < frames.size() && i < max; ++i) absl::StrAppend(out, indent, FrameText(frames[i]), "\n");
+  // A run of frames without a name in one module (the insides of a stripped library such as libcudart or
+  // libcublas) says nothing frame by frame: it is shown as one line, so the named frames of the caller fit.
+  size_t shown = 0;
+  for (size_t i = 0; i < frames.size() && shown < max; ++shown) {
+    size_t run = 1;
+    while (!frames[i].function_known && i + run < frames.size() && !frames[i + run].function_known &&
+           frames[i + run].module == frames[i].module && !frames[i].module.empty()) {
+      ++run;
+    }
+    if (run == 1) {
+      absl::StrAppend(out, indent, FrameText(frames[i]), "\n");
+    } else {
+      absl::StrAppend(out, indent, "?? x", run, " (", Printable(std::string(Basename(frames[i].module))),
+                      ", unnamed frames)\n");
+    }
+    i += run;
+  }
 }
 
 }  // namespace cumemtrace::analyzer

@@ -23,7 +23,8 @@ std::string DeviceName(int32_t device);
 std::string ThreadLabel(uint32_t index, const std::string& name);
 // One frame: "function  file:line  (module)", "?? (libfoo.so+0x1234)".
 std::string FrameText(const Frame& frame);
-// Appends up to `max` frames, one per line, each prefixed by `indent`; "(no stack)" for an empty stack.
+// Appends up to `max` lines of frames, each prefixed by `indent`; consecutive unnamed frames of one module share a
+// line; "(no stack)" for an empty stack.
 void AppendFrames(const std::vector<Frame>& frames, size_t max, const std::string& indent, std::string* out);
 // "1 allocation", "3 allocations".
 std::string Plural(uint64_t n, const char* singular, const char* plural);

@@ -58,6 +58,12 @@ TEST(TextCommon, Frames) {
   out.clear();
   AppendFrames({}, 3, "  ", &out);
   EXPECT_EQ(out, "  (no stack)\n");
+  // Unnamed frames of one module share a line, so that the named caller below them is shown within `max`.
+  Frame inner = unknown;
+  inner.offset = 0x180;
+  out.clear();
+  AppendFrames({inner, unknown, known}, 2, "  ", &out);
+  EXPECT_EQ(out, "  ?? x2 (libtorch.so, unnamed frames)\n  cudaMalloc  train.py:12  (libcudart.so.13)\n");
 }
 
 }  // namespace
