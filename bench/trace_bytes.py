@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Where a cumemtrace trace's bytes go: bytes per packet type and per EventBatch column, per event.
+
+Why this exists: DESIGN.md 2.3 targets under 8 bytes per event on long runs; knowing which column costs what says
+what to change in the encoding. Reads the protobuf wire format directly (docs/format.md), no libprotobuf needed.
+
+Usage: bench/trace_bytes.py TRACE.pb
+"""
+import collections
+import sys
+
+PACKETS = {1: "Header", 2: "Thread", 3: "Module", 4: "StackNodes", 5: "EventBatch", 6: "Strings", 7: "Symbols",
+           8: "Trailer", 9: "Device"}
+COLUMNS = {1: "first_seq", 2: "base_time_ns", 3: "seq_delta", 4: "time_delta_ns", 5: "api", 6: "address_delta",
+           7: "size", 8: "stack", 9: "thread", 10: "device", 11: "stream", 12: "aux", 13: "failures"}
+
+
+def varint(data, pos):
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, pos
+
+
+def fields(data, start, end):
+    """Yields (field number, bytes the field takes including its tag, payload start, payload end)."""
+    pos = start
+    while pos < end:
+        begin = pos
+        key, pos = varint(data, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            _, pos = varint(data, pos)
+            payload = (pos, pos)
+        elif wire == 1:
+            pos += 8
+            payload = (pos - 8, pos)
+        elif wire == 5:
+            pos += 4
+            payload = (pos - 4, pos)
+        elif wire == 2:
+            length, pos = varint(data, pos)
+            payload = (pos, pos + length)
+            pos += length
+        else:
+            raise ValueError(f"unexpected wire type {wire} at {begin}")
+        yield number, pos - begin, payload[0], payload[1]
+
+
+def main():
+    data = open(sys.argv[1], "rb").read()
+    per_packet = collections.Counter()
+    per_column = collections.Counter()
+    events = 0
+    for _, size, start, end in fields(data, 0, len(data)):
+        for number, _, body_start, body_end in fields(data, start, end):
+            per_packet[PACKETS.get(number, str(number))] += size
+            if number != 5:
+                continue
+            for column, column_size, col_start, col_end in fields(data, body_start, body_end):
+                per_column[COLUMNS.get(column, str(column))] += column_size
+                if column == 5:  # api: one varint per row, all below 128
+                    events += col_end - col_start
+    per_column["(packet framing)"] = per_packet["EventBatch"] - sum(per_column.values())
+    print(f"{len(data)} bytes, {events} events, {len(data) / events:.2f} bytes/event")
+    print("packets:")
+    for name, size in per_packet.most_common():
+        print(f"  {name:16} {size:12} bytes  {size / events:6.2f} B/event")
+    print("EventBatch columns:")
+    for name, size in per_column.most_common():
+        print(f"  {name:16} {size:12} bytes  {size / events:6.2f} B/event")
+
+
+if __name__ == "__main__":
+    main()
