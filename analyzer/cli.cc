@@ -28,7 +28,7 @@ constexpr size_t kSummaryTextGroups = 5;
 
 size_t DefaultTextFrames(Command command) {
   switch (command) {
-    case Command::kSummary: return 3;
+    case Command::kSummary: return 5;
     case Command::kPeak:
     case Command::kOom: return 12;
     default: return 8;
