@@ -163,13 +163,21 @@ inline constexpr ApiInfo kApiTable[] = {
     {Api::kCudaFreeAsync, "cudaFreeAsync", Op::kFree, Kind::kUnknown, Space::kAllocation, true, false},
 };
 
-// Returns the table row for `api`, or nullptr for a value this version does not know.
-inline constexpr const ApiInfo* FindApi(uint32_t api) {
-  for (const ApiInfo& info : kApiTable) {
-    if (static_cast<uint32_t>(info.api) == api) return &info;
-  }
-  return nullptr;
+// Api values are small; a direct index over kApiTable makes the lookup one load (it is on every event's path in
+// the preload and the analyzer). Built at compile time from the one table.
+inline constexpr uint32_t kApiIndexSize = 128;
+struct ApiIndex {
+  const ApiInfo* entries[kApiIndexSize];
+};
+inline constexpr ApiIndex MakeApiIndex() {
+  ApiIndex index{};
+  for (const ApiInfo& info : kApiTable) index.entries[static_cast<uint32_t>(info.api)] = &info;
+  return index;
 }
+inline constexpr ApiIndex kApiIndex = MakeApiIndex();
+
+// Returns the table row for `api`, or nullptr for a value this version does not know.
+inline constexpr const ApiInfo* FindApi(uint32_t api) { return api < kApiIndexSize ? kApiIndex.entries[api] : nullptr; }
 
 inline constexpr const char* KindName(Kind kind) {
   switch (kind) {

@@ -1,6 +1,6 @@
-// Constant-time api -> format::ApiInfo lookup for the hot decoding loop. format::FindApi scans the table row by
-// row; this is a direct index built at compile time from that same table. It must never hold a second copy of
-// what an api means: proto/format.h's kApiTable is the only one.
+// The per-api column layout of event batches for the hot decoding loop (which columns a row of each api has),
+// built at compile time from proto/format.h's api index. It must never hold a second copy of what an api means:
+// format.h's kApiTable is the only one.
 #ifndef CUMEMTRACE_ANALYZER_READER_API_LOOKUP_H_
 #define CUMEMTRACE_ANALYZER_READER_API_LOOKUP_H_
 
@@ -10,27 +10,11 @@
 
 namespace cumemtrace::analyzer {
 
-inline constexpr uint32_t kApiIndexSize = 128;
-
-struct ApiIndex {
-  const format::ApiInfo* entries[kApiIndexSize];
-};
-
-inline constexpr ApiIndex MakeApiIndex() {
-  ApiIndex index{};
-  for (const format::ApiInfo& info : format::kApiTable) {
-    const auto value = static_cast<uint32_t>(info.api);
-    if (value < kApiIndexSize) index.entries[value] = &info;
-  }
-  return index;
-}
-
-inline constexpr ApiIndex kApiIndex = MakeApiIndex();
+using format::kApiIndex;
+using format::kApiIndexSize;
 
 // Returns the table row for `api`, or nullptr for a value this version does not know.
-inline const format::ApiInfo* LookupApi(uint32_t api) {
-  return api < kApiIndexSize ? kApiIndex.entries[api] : format::FindApi(api);
-}
+inline const format::ApiInfo* LookupApi(uint32_t api) { return format::FindApi(api); }
 
 // Which per-api columns a row of `api` has: bit 0 size (allocations), bit 1 stream, bit 2 aux; 0 for an unknown api.
 inline constexpr uint8_t kColumnSize = 1, kColumnStream = 2, kColumnAux = 4;
@@ -49,7 +33,7 @@ inline constexpr ApiColumns MakeApiColumns() {
 }
 inline constexpr ApiColumns kApiColumns = MakeApiColumns();
 inline uint8_t LookupColumns(uint32_t api) {
-  return api < kApiIndexSize ? kApiColumns.entries[api] : ColumnsOf(format::FindApi(api));
+  return api < kApiIndexSize ? kApiColumns.entries[api] : 0;
 }
 
 }  // namespace cumemtrace::analyzer
