@@ -63,92 +63,16 @@ CLEAN_ENV=(env -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_ALLOC_CONF -u PYTORCH_NO_CU
   -u XLA_PYTHON_CLIENT_PREALLOCATE -u XLA_PYTHON_CLIENT_MEM_FRACTION -u XLA_PYTHON_CLIENT_ALLOCATOR
   -u CUPY_GPU_MEMORY_LIMIT -u LD_PRELOAD -u CUMEMTRACE_OUTPUT PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1)
 
-log() { printf '[%s +%3ds] %s\n' "$(date +%H:%M:%S)" "$((SECONDS - START))" "$*" | tee -a "$LOG"; }
-
-# Seconds a step may still take: its own limit, cut to what is left of the budget.
-step_limit() {
-  local want=$1 left=$((BUDGET - (SECONDS - START)))
-  [ "$want" -gt "$STEP_TIMEOUT" ] && want=$STEP_TIMEOUT
-  [ "$left" -lt "$want" ] && want=$left
-  echo "$want"
-}
-
-# run_step NAME LIMIT OUTFILE CMD...: stdout and stderr to $WORK/OUTFILE, exit code to rc.txt, wall time to
-# times.txt, tail to the log.
-run_step() {
-  local name=$1 limit out=$3 rc t0 t1
-  limit=$(step_limit "$2")
-  shift 3
-  if [ "$limit" -lt 5 ]; then
-    log "step $name: SKIPPED (budget of ${BUDGET}s spent)"
-    echo "$name 125" >>"$WORK/rc.txt"
-    return 125
-  fi
-  log "step $name (limit ${limit}s): $*"
-  t0=$(date +%s.%N)
-  timeout -k 10 "$limit" "$@" >"$WORK/$out" 2>&1
-  rc=$?
-  t1=$(date +%s.%N)
-  echo "$name $rc" >>"$WORK/rc.txt"
-  echo "$name $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')" >>"$WORK/times.txt"
-  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-    log "step $name: TIMED OUT after ${limit}s (rc $rc)"
-  else
-    log "step $name: rc $rc in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')s"
-  fi
-  tail -n 25 "$WORK/$out" | sed 's/^/      | /' >>"$LOG"
-  return "$rc"
-}
-
-# run_json NAME OUTFILE CMD...: like run_step, but only stdout goes to OUTFILE (stderr to OUTFILE.err) so that a
-# warning cannot break the JSON.
-run_json() {
-  local name=$1 out=$2 rc t0=$SECONDS limit
-  limit=$(step_limit 60)
-  shift 2
-  if [ "$limit" -lt 5 ]; then
-    log "step $name: SKIPPED (budget of ${BUDGET}s spent)"
-    echo "$name 125" >>"$WORK/rc.txt"
-    return 125
-  fi
-  timeout -k 10 "$limit" "$@" >"$WORK/$out" 2>"$WORK/$out.err"
-  rc=$?
-  echo "$name $rc" >>"$WORK/rc.txt"
-  log "step $name: rc $rc in $((SECONDS - t0))s, $(wc -c <"$WORK/$out") bytes: $*"
-  if [ "$rc" != 0 ] || [ -s "$WORK/$out.err" ]; then
-    tail -n 15 "$WORK/$out.err" | sed 's/^/      | /' >>"$LOG"
-  fi
-  return "$rc"
-}
-
-# The trace a run wrote: the output name carries %p, so a child process that exec'd with LD_PRELOAD inherited
-# cannot overwrite it. Prefers trace.<pid>.pb when the pid is known, else the largest file; lists them all.
-pick_trace() {
-  local dir=$1 dest=$2 pid=${3:-} chosen=""
-  log "traces in $dir: $(cd "$dir" 2>/dev/null && ls -l 2>/dev/null | tail -n +2 | awk '{print $9" ("$5" B)"}' | tr '\n' ' ')"
-  if [ -n "$pid" ] && [ -f "$dir/trace.$pid.pb" ]; then
-    chosen=$dir/trace.$pid.pb
-  else
-    chosen=$(ls -S "$dir"/* 2>/dev/null | head -n 1)
-  fi
-  if [ -n "$chosen" ] && [ -s "$chosen" ]; then
-    cp "$chosen" "$dest"
-    log "trace $(basename "$dest") <- $(basename "$chosen") ($(wc -c <"$dest") bytes)"
-  else
-    log "NO TRACE written in $dir"
-  fi
-}
+# The step helpers (log, step_limit, run_step, run_json, pick_trace, analyze_ready, log_git) and what they read.
+STEP_TAIL=25  # output lines of a step copied into the log
+JSON_LIMIT=60  # run_json's own limit (s)
+STEP_TIMES=$WORK/times.txt  # run_step appends "STEP SECONDS" here
+# shellcheck source=scripts/gpu-steps.sh
+. "$REPO/scripts/gpu-steps.sh" || exit 2
 
 analyze() {
   local name=$1 pb=$WORK/$1.pb sub
-  if [ ! -s "$pb" ]; then
-    log "analyzer on $name: skipped, no trace"
-    return
-  fi
-  if [ ! -x "$ANALYZE" ]; then
-    log "analyzer on $name: skipped, $ANALYZE missing"
-    return
-  fi
+  analyze_ready "$name" || return 0
   run_step "analyze_${name}_summary" 60 "${name}_summary.txt" "$ANALYZE" "$pb"
   # `events --json` carries stack ids only: check.py resolves them through the stacks these reports print (every
   # allocation live at some kind's peak or at the end), hence --top large.
@@ -208,7 +132,7 @@ trap finish EXIT
 
 # ---------------------------------------------------------------------------------------------------------------
 log "cumemtrace GPU coverage: repo $REPO, OUT $OUT, work $WORK, build $BUILD, budget ${BUDGET}s"
-log "git: $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo 'no commit') $(git -C "$REPO" status --porcelain 2>/dev/null | wc -l) changed files"
+log_git
 [ -f "$PRELOAD" ] || log "MISSING $PRELOAD: the traced runs will write nothing"
 [ -x "$ANALYZE" ] || log "MISSING $ANALYZE: no reports"
 

@@ -29,7 +29,10 @@ import os
 import re
 import sys
 
-MiB = 1 << 20
+# gpu_common.py sits beside this script, and a script's own folder is first on sys.path.
+import gpu_common
+from gpu_common import (MiB, BaseEvent, BaseTrace, Missing, Table, collect_stacks, fmt_bytes, has_module, load_json,
+                        load_pairs, load_reports, norm_stack, stack_summary, to_int, verdict)
 OOM_REQUEST = 1 << 50
 
 # What leaky.cu plants (keep in step with its header comment).
@@ -66,24 +69,6 @@ def trace_file(trace, what):
 # Reading inputs
 
 
-class Missing(Exception):
-    pass
-
-
-def load_json(directory, name):
-    path = os.path.join(directory, name)
-    if not os.path.exists(path):
-        raise Missing("%s is missing" % name)
-    with open(path, encoding="utf-8", errors="replace") as f:
-        text = f.read()
-    if not text.strip():
-        raise Missing("%s is empty" % name)
-    try:
-        return json.loads(text)
-    except ValueError as e:
-        raise Missing("%s is not JSON (%s): %r" % (name, e, text[:200]))
-
-
 def load_text(directory, name):
     path = os.path.join(directory, name)
     if not os.path.exists(path):
@@ -93,39 +78,7 @@ def load_text(directory, name):
 
 
 def load_rcs(directory):
-    rcs = {}
-    try:
-        for line in load_text(directory, RC_FILE).splitlines():
-            parts = line.split()
-            if len(parts) == 2:
-                try:
-                    rcs[parts[0]] = int(parts[1])
-                except ValueError:
-                    pass
-    except Missing:
-        pass
-    return rcs
-
-
-def to_int(value, default=None):
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value)
-    if isinstance(value, str):
-        s = value.strip().replace(",", "")
-        try:
-            return int(s, 0)
-        except ValueError:
-            try:
-                return int(float(s))
-            except ValueError:
-                return default
-    return default
+    return load_pairs(directory, RC_FILE, int)
 
 
 def norm_api(api):
@@ -134,84 +87,25 @@ def norm_api(api):
     return s.lower()
 
 
-class Frame(object):
-    __slots__ = ("function", "module", "file", "line")
-
-    def __init__(self, raw):
-        if isinstance(raw, dict):
-            self.function = str(raw.get("function") or "")
-            self.module = str(raw.get("module") or "")
-            self.file = raw.get("file")
-            self.line = raw.get("line")
-        else:
-            self.function = str(raw or "")
-            self.module = ""
-            self.file = None
-            self.line = None
-
-    def short(self):
-        return "%s [%s]" % (self.function or "?", os.path.basename(self.module) or "?")
-
-
-def norm_stack(raw):
-    if raw is None:
-        return None
-    if isinstance(raw, dict):
-        raw = raw.get("frames", raw.get("stack"))
-    if not isinstance(raw, list):
-        return None
-    return [Frame(f) for f in raw]
-
-
-def has_module(stack, fragment):
-    return bool(stack) and any(fragment in f.module for f in stack)
-
-
 def has_function(stack, fragment):
     return bool(stack) and any(fragment in f.function for f in stack)
 
 
 def owner_module(stack):
     """The innermost frame that is not plumbing (the tool, the driver, the runtime, libc): who asked."""
-    if not stack:
-        return "<no stack>"
-    for f in stack:
-        base = os.path.basename(f.module)
-        if not base:
-            continue
-        if any(p in base for p in PLUMBING_MODULES):
-            continue
-        return base
-    return os.path.basename(stack[-1].module) or "<plumbing only>"
+    return gpu_common.owner_module(stack, PLUMBING_MODULES, fallback_to_last=True)
 
 
-def stack_summary(stack, limit=6):
-    if not stack:
-        return "<no stack>"
-    return " <- ".join(f.short() for f in stack[:limit]) + (" <- ..." if len(stack) > limit else "")
-
-
-class Event(object):
-    __slots__ = ("seq", "time", "op", "api", "kind", "device", "addr", "size", "ok", "result", "thread",
-                 "thread_name", "stack", "space")
+class Event(BaseEvent):
+    __slots__ = ()
 
     def __init__(self, raw, stacks_table):
-        self.seq = to_int(raw.get("seq"), 0)
-        self.time = to_int(raw.get("time_ns"), 0)
-        self.api = str(raw.get("api") or "")
+        BaseEvent.__init__(self, raw)
         api = norm_api(self.api)
         op = str(raw.get("op") or "").lower()
         if op not in ("alloc", "free"):
             op = "free" if api in FREE_APIS else "alloc"
         self.op = op
-        self.kind = str(raw.get("kind") or "")
-        self.device = to_int(raw.get("device"), 0)
-        self.addr = to_int(raw.get("address"), 0)
-        self.size = to_int(raw.get("size"), 0) or 0
-        self.result = raw.get("result", 0)
-        self.ok = result_ok(self.result)
-        self.thread = raw.get("thread")
-        self.thread_name = str(raw.get("thread_name") or "")
         stack = norm_stack(raw.get("stack"))
         if stack is None and stacks_table:
             sid = raw.get("stack_id")
@@ -225,19 +119,6 @@ class Event(object):
             self.space = "reserve"
         else:
             self.space = "alloc"
-
-
-def result_ok(result):
-    if result is None:
-        return True
-    if isinstance(result, bool):
-        return result
-    if isinstance(result, (int, float)):
-        return result == 0
-    s = str(result).strip()
-    if s in ("", "0"):
-        return True
-    return s.upper() in ("CUDA_SUCCESS", "CUDASUCCESS", "SUCCESS", "OK")
 
 
 def build_stacks_table(doc):
@@ -260,29 +141,9 @@ def build_stacks_table(doc):
     return table
 
 
-def collect_stacks(doc, table):
-    """Adds every {"stack_id": N, "stack": [frames]} found anywhere in a report to table (id -> frames).
+class Trace(BaseTrace):
+    REPLAY_STOPS_AT_CUT = True  # replay(until_ns=...) ends at the first later event
 
-    The analyzer's `events --json` gives only stack ids; its other reports (peak groups, leaks, OOMs, pinned spikes)
-    give the frames of the stacks they show. Run with a large --top, they cover every allocation that was live at
-    some kind's peak or at the end, which is every allocation the owner checks here need."""
-    if isinstance(doc, dict):
-        sid = doc.get("stack_id")
-        if sid is not None and isinstance(doc.get("stack"), list) and str(sid) not in table:
-            st = norm_stack(doc["stack"])
-            if st:
-                table[str(sid)] = st
-        for value in doc.values():
-            if isinstance(value, (dict, list)):
-                collect_stacks(value, table)
-    elif isinstance(doc, list):
-        for value in doc:
-            if isinstance(value, (dict, list)):
-                collect_stacks(value, table)
-    return table
-
-
-class Trace(object):
     def __init__(self, doc, other_reports=()):
         raw_events = doc.get("events", []) if isinstance(doc, dict) else doc
         if not isinstance(raw_events, list):
@@ -308,113 +169,11 @@ class Trace(object):
         missing = [e for e in self.allocs(lambda e: e.kind in kinds) if not e.stack]
         return len(missing), sum(e.size for e in missing)
 
-    def allocs(self, pred=lambda e: True):
-        return [e for e in self.events if e.op == "alloc" and e.ok and pred(e)]
-
-    def replay(self, want, until_ns=None):
-        """Replays allocations and frees in sequence order; `want` picks the allocations counted.
-
-        Frees pair with the live allocation at the same address in the same address space, whatever `want` says.
-        Returns peak bytes, the event at the peak, the bytes live at the end (or at until_ns) and those events."""
-        live = {}
-        current = 0
-        peak = 0
-        peak_event = None
-        stale = 0
-        for e in self.events:
-            if until_ns is not None and e.time > until_ns:
-                break
-            if not e.ok:
-                continue
-            key = (e.space, e.addr)
-            if e.op == "alloc":
-                old = live.get(key)
-                if old is not None:
-                    stale += 1
-                    if old[1]:
-                        current -= old[0].size
-                counted = bool(want(e))
-                live[key] = (e, counted)
-                if counted:
-                    current += e.size
-                    if current > peak:
-                        peak = current
-                        peak_event = e
-            else:
-                old = live.pop(key, None)
-                if old is not None and old[1]:
-                    current -= old[0].size
-        return {
-            "peak": peak,
-            "peak_event": peak_event,
-            "current": current,
-            "live": [ev for ev, counted in live.values() if counted],
-            "stale": stale,
-        }
-
 
 def load_trace(directory, trace_name):
     """The events of a trace with their stacks resolved through the trace's other JSON reports."""
-    others = []
-    for what in ("leaks", "peak", "oom", "pinned"):
-        try:
-            others.append(load_json(directory, trace_file(trace_name, what)))
-        except Missing:
-            pass
+    others = [doc for _, doc in load_reports(directory, trace_name, ("leaks", "peak", "oom", "pinned"))]
     return Trace(load_json(directory, trace_file(trace_name, "events")), others)
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# The table
-
-
-class Table(object):
-    def __init__(self):
-        self.rows = []
-        self.details = []
-
-    def add(self, check, oracle, ours, relation, status, details=None):
-        self.rows.append((check, str(oracle), str(ours), relation, status))
-        if details:
-            self.details.append((check, details))
-
-    def failed(self):
-        return [r for r in self.rows if r[4] in ("FAIL", "ERROR", "MISSING")]
-
-    def markdown(self, header_lines=()):
-        out = []
-        out.extend(header_lines)
-        if header_lines:
-            out.append("")
-        out.append("| check | oracle | cumemtrace | relation | result |")
-        out.append("|---|---|---|---|---|")
-        for row in self.rows:
-            out.append("| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in row) + " |")
-        counts = collections.Counter(r[4] for r in self.rows)
-        out.append("")
-        out.append("%d PASS, %d FAIL, %d ERROR, %d MISSING, %d INFO, %d SKIP" % (
-            counts["PASS"], counts["FAIL"], counts["ERROR"], counts["MISSING"], counts["INFO"], counts["SKIP"]))
-        if self.details:
-            out.append("")
-            out.append("## Details")
-            for check, lines in self.details:
-                out.append("")
-                out.append("### " + check)
-                out.append("```")
-                out.extend(str(line) for line in lines)
-                out.append("```")
-        return "\n".join(out) + "\n"
-
-
-def fmt_bytes(n):
-    if n is None:
-        return "n/a"
-    return "%d (%.2f MiB)" % (n, n / float(MiB))
-
-
-def verdict(ok):
-    return "PASS" if ok else "FAIL"
-
 
 def guarded(table, name):
     """Runs one group of checks; an exception becomes an ERROR row instead of ending the comparison."""
@@ -858,9 +617,7 @@ def header_lines(directory):
     except Missing:
         pass
     rcs = load_rcs(directory)
-    if rcs:
-        lines.append("")
-        lines.append("exit codes: " + ", ".join("%s=%s" % kv for kv in sorted(rcs.items())))
+    lines.extend(gpu_common.exit_code_lines(rcs))
     return lines
 
 

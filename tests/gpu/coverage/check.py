@@ -33,7 +33,12 @@ import os
 import sys
 import traceback
 
-MiB = 1 << 20
+# gpu_common.py is in tests/gpu/, the parent of this script's folder: put that folder on sys.path, found from this
+# file's own location so that the script runs from any working directory.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import gpu_common  # noqa: E402
+from gpu_common import (BaseEvent, BaseTrace, Missing, fmt_bytes, has_module, load_json, load_pairs,  # noqa: E402
+                        load_reports, stack_summary, to_int, verdict)
 
 WORKLOADS = ("torch_expandable", "torch_async", "torch_nocache", "cupy_pool", "jax_prealloc", "jax_noprealloc")
 
@@ -56,61 +61,6 @@ TIMES_FILE = "times.txt"
 # Inputs
 
 
-class Missing(Exception):
-    pass
-
-
-def load_json(directory, name):
-    path = os.path.join(directory, name)
-    if not os.path.exists(path):
-        raise Missing("%s is missing" % name)
-    with open(path, encoding="utf-8", errors="replace") as f:
-        text = f.read()
-    if not text.strip():
-        raise Missing("%s is empty" % name)
-    try:
-        return json.loads(text)
-    except ValueError as e:
-        raise Missing("%s is not JSON (%s): %r" % (name, e, text[:200]))
-
-
-def load_pairs(directory, name, convert):
-    out = {}
-    path = os.path.join(directory, name)
-    if not os.path.exists(path):
-        return out
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) == 2:
-                try:
-                    out[parts[0]] = convert(parts[1])
-                except ValueError:
-                    pass
-    return out
-
-
-def to_int(value, default=None):
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value)
-    if isinstance(value, str):
-        s = value.strip().replace(",", "")
-        try:
-            return int(s, 0)
-        except ValueError:
-            try:
-                return int(float(s))
-            except ValueError:
-                return default
-    return default
-
-
 def norm_api(api):
     s = str(api or "").strip().lower()
     for suffix in ("_v2", "_v3", "_ptds", "_ptsz"):
@@ -119,31 +69,8 @@ def norm_api(api):
     return s
 
 
-def result_ok(result):
-    if result is None:
-        return True
-    if isinstance(result, bool):
-        return result
-    if isinstance(result, (int, float)):
-        return result == 0
-    s = str(result).strip()
-    return s in ("", "0") or s.upper() in ("CUDA_SUCCESS", "CUDASUCCESS", "SUCCESS", "OK")
-
-
-class Frame(object):
-    __slots__ = ("function", "module", "file", "line")
-
-    def __init__(self, raw):
-        if isinstance(raw, dict):
-            self.function = str(raw.get("function") or "")
-            self.module = str(raw.get("module") or "")
-            self.file = raw.get("file")
-            self.line = raw.get("line")
-        else:
-            self.function = str(raw or "")
-            self.module = ""
-            self.file = None
-            self.line = None
+class Frame(gpu_common.Frame):
+    __slots__ = ()
 
     def short(self):
         where = os.path.basename(self.module) if self.module else (
@@ -152,15 +79,12 @@ class Frame(object):
 
 
 def norm_stack(raw):
-    if isinstance(raw, dict):
-        raw = raw.get("frames", raw.get("stack"))
-    if not isinstance(raw, list):
-        return None
-    return [Frame(f) for f in raw]
+    return gpu_common.norm_stack(raw, Frame)
 
 
-def has_module(stack, fragment):
-    return bool(stack) and any(fragment in f.module for f in stack)
+def collect_stacks(doc, table):
+    """Adds every {"stack_id": N, "stack": [frames]} found anywhere in a report to table (id -> frames)."""
+    return gpu_common.collect_stacks(doc, table, Frame)
 
 
 def has_cupy(stack):
@@ -169,62 +93,22 @@ def has_cupy(stack):
 
 def owner_module(stack):
     """The innermost frame outside the tool, the driver, the runtime and libc: who asked."""
-    if not stack:
-        return "<no stack>"
-    for f in stack:
-        base = os.path.basename(f.module)
-        if base and not any(p in base for p in PLUMBING_MODULES):
-            return base
-    return "<plumbing only>"
+    return gpu_common.owner_module(stack, PLUMBING_MODULES)
 
 
-def stack_summary(stack, limit=6):
-    if not stack:
-        return "<no stack>"
-    return " <- ".join(f.short() for f in stack[:limit]) + (" <- ..." if len(stack) > limit else "")
-
-
-def collect_stacks(doc, table):
-    """Adds every {"stack_id": N, "stack": [frames]} found anywhere in a report to table (id -> frames)."""
-    if isinstance(doc, dict):
-        sid = doc.get("stack_id")
-        if sid is not None and isinstance(doc.get("stack"), list) and str(sid) not in table:
-            st = norm_stack(doc["stack"])
-            if st:
-                table[str(sid)] = st
-        for value in doc.values():
-            if isinstance(value, (dict, list)):
-                collect_stacks(value, table)
-    elif isinstance(doc, list):
-        for value in doc:
-            if isinstance(value, (dict, list)):
-                collect_stacks(value, table)
-    return table
-
-
-class Event(object):
-    __slots__ = ("seq", "time", "op", "api", "kind", "device", "addr", "size", "ok", "result", "thread",
-                 "thread_name", "stack_id", "stack", "space")
+class Event(BaseEvent):
+    __slots__ = ("stack_id",)
 
     def __init__(self, raw, stacks, time_base):
-        self.seq = to_int(raw.get("seq"), 0)
-        self.time = to_int(raw.get("time_ns"), 0) + time_base
-        self.api = str(raw.get("api") or "")
+        BaseEvent.__init__(self, raw)
+        self.time += time_base
         api = norm_api(self.api)
         op = str(raw.get("op") or "").lower()
         if not op:
             op = "free" if api in FREE_APIS else "alloc"
         self.op = op  # "alloc", "free" or something else (ignored by the replay)
-        self.kind = str(raw.get("kind") or "")
         if self.kind == "unknown":  # a free the analyzer found nothing live for
             self.kind = ""
-        self.device = to_int(raw.get("device"), 0)
-        self.addr = to_int(raw.get("address"), 0)
-        self.size = to_int(raw.get("size"), 0) or 0
-        self.result = raw.get("result", 0)
-        self.ok = result_ok(self.result)
-        self.thread = raw.get("thread")
-        self.thread_name = str(raw.get("thread_name") or "")
         self.stack_id = raw.get("stack_id")
         self.stack = norm_stack(raw.get("stack"))
         if self.stack is None and self.stack_id is not None:
@@ -237,7 +121,9 @@ class Event(object):
             self.space = API_SPACE.get(api, "alloc")
 
 
-class Trace(object):
+class Trace(BaseTrace):
+    REPLAY_STOPS_AT_CUT = False  # replay(until_ns=...) leaves later events out, whatever their place in seq order
+
     def __init__(self, events_doc, reports):
         raw = events_doc.get("events") if isinstance(events_doc, dict) else None
         if not isinstance(raw, list):
@@ -256,61 +142,11 @@ class Trace(object):
         self.devices = events_doc.get("devices") or []
         self.reports_loaded = []
 
-    def allocs(self, pred=lambda e: True):
-        return [e for e in self.events if e.op == "alloc" and e.ok and pred(e)]
-
-    def replay(self, want, until_ns=None):
-        """Replays the events in sequence order; `want` picks the allocations counted.
-
-        Frees pair with the live allocation of the same space and address whatever `want` says. With until_ns, only
-        events at or before that (absolute) time count. Returns the peak, the event that made it, the bytes live at
-        the end, those allocations, and the frees that found nothing live (address 0 left out)."""
-        live = {}
-        current = peak = 0
-        peak_event = None
-        stale = 0
-        unmatched = []
-        for e in self.events:
-            if until_ns is not None and e.time > until_ns:
-                continue
-            if not e.ok or e.op not in ("alloc", "free"):
-                continue
-            key = (e.space, e.addr)
-            if e.op == "alloc":
-                old = live.get(key)
-                if old is not None:
-                    stale += 1
-                    if old[1]:
-                        current -= old[0].size
-                counted = bool(want(e))
-                live[key] = (e, counted)
-                if counted:
-                    current += e.size
-                    if current > peak:
-                        peak = current
-                        peak_event = e
-            else:
-                old = live.pop(key, None)
-                if old is None:
-                    if e.addr != 0:
-                        unmatched.append(e)
-                elif old[1]:
-                    current -= old[0].size
-        return {"peak": peak, "peak_event": peak_event, "current": current,
-                "live": [ev for ev, counted in live.values() if counted], "stale": stale, "unmatched": unmatched}
-
 
 def load_trace(directory, name):
-    reports = []
-    loaded = []
-    for what in ("peak", "leaks", "oom", "pinned"):
-        try:
-            reports.append(load_json(directory, "%s_%s.json" % (name, what)))
-            loaded.append(what)
-        except Missing:
-            pass
-    trace = Trace(load_json(directory, "%s_events.json" % name), reports)
-    trace.reports_loaded = loaded
+    reports = load_reports(directory, name, ("peak", "leaks", "oom", "pinned"))
+    trace = Trace(load_json(directory, "%s_events.json" % name), [doc for _, doc in reports])
+    trace.reports_loaded = [what for what, _ in reports]
     return trace
 
 
@@ -333,52 +169,13 @@ def times_comparable(trace, truth):
 # The table
 
 
-class Table(object):
-    def __init__(self):
-        self.rows = []
-        self.details = []
+class Table(gpu_common.Table):
+    FIRST_COLUMN = "workload"
 
     def add(self, workload, check, oracle, ours, relation, status, details=None):
-        label = "%s: %s" % (workload, check)
-        self.rows.append((label, str(oracle), str(ours), relation, status))
-        if details:
-            self.details.append((label, [str(d) for d in details]))
+        details = [str(d) for d in details] if details else None
+        gpu_common.Table.add(self, "%s: %s" % (workload, check), oracle, ours, relation, status, details)
 
-    def failed(self):
-        return [r for r in self.rows if r[4] in ("FAIL", "ERROR", "MISSING")]
-
-    def markdown(self, header_lines=(), with_details=True):
-        out = list(header_lines)
-        if header_lines:
-            out.append("")
-        out.append("| workload | oracle | cumemtrace | relation | result |")
-        out.append("|---|---|---|---|---|")
-        for row in self.rows:
-            out.append("| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in row) + " |")
-        counts = collections.Counter(r[4] for r in self.rows)
-        out.append("")
-        out.append("%d PASS, %d FAIL, %d ERROR, %d MISSING, %d INFO, %d SKIP" % (
-            counts["PASS"], counts["FAIL"], counts["ERROR"], counts["MISSING"], counts["INFO"], counts["SKIP"]))
-        if with_details and self.details:
-            out.append("")
-            out.append("## Details")
-            for label, lines in self.details:
-                out.append("")
-                out.append("### " + label)
-                out.append("```")
-                out.extend(lines)
-                out.append("```")
-        return "\n".join(out) + "\n"
-
-
-def fmt_bytes(n):
-    if n is None:
-        return "n/a"
-    return "%d (%.2f MiB)" % (n, n / float(MiB))
-
-
-def verdict(ok):
-    return "PASS" if ok else "FAIL"
 
 
 def guarded(table, workload, what, fn, *args):
@@ -861,9 +658,7 @@ def header_lines(directory, names):
         lines.append("")
         lines.append(", ".join("%s %s" % kv for kv in seen))
     rcs = load_pairs(directory, RC_FILE, int)
-    if rcs:
-        lines.append("")
-        lines.append("exit codes: " + ", ".join("%s=%s" % kv for kv in sorted(rcs.items())))
+    lines.extend(gpu_common.exit_code_lines(rcs))
     return lines
 
 
