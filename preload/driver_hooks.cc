@@ -371,15 +371,11 @@ void* BindSlot(SiteId site, void* real) {
   return real;
 }
 
-AddressRange OwnRange() {
-  static AddressRange range;  // computed once; a race computes the same value
-  if (range.end == 0) range = OwnModuleRange();
-  return range;
-}
-
 }  // namespace
 
-bool IsOwnFunction(const void* function) { return OwnRange().Contains(reinterpret_cast<uintptr_t>(function)); }
+bool IsOwnFunction(const void* function) {
+  return OwnModuleRange().Contains(reinterpret_cast<uintptr_t>(function));
+}
 
 void* WrapDriverSymbol(const char* symbol, void* real) {
   if (symbol == nullptr || real == nullptr || symbol[0] != 'c' || symbol[1] != 'u' || IsOwnFunction(real)) {

@@ -111,9 +111,9 @@ const ModuleEntry* ModuleMap::Find(uint64_t pc) const {
   return nullptr;
 }
 
-AddressRange OwnModuleRange() {
-  AddressRange range;
-  dl_iterate_phdr(FindOwn, &range);
+const AddressRange& OwnModuleRange() {
+  static AddressRange range;  // found once; a race finds the same value
+  if (range.end == 0) dl_iterate_phdr(FindOwn, &range);
   return range;
 }
 

@@ -44,13 +44,14 @@ class ModuleMap {
   MappedArray<ModuleEntry> modules_;
 };
 
-// The address range of libcumemtrace.so itself, whose frames are cut from every stack.
+// The address range of libcumemtrace.so itself, whose frames are cut from every stack and whose functions are
+// never wrapped again.
 struct AddressRange {
   uintptr_t start = 0;
   uintptr_t end = 0;
   bool Contains(uintptr_t pc) const { return pc >= start && pc < end; }
 };
-AddressRange OwnModuleRange();
+const AddressRange& OwnModuleRange();
 
 }  // namespace cumemtrace::preload
 

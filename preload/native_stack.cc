@@ -10,7 +10,6 @@
 namespace cumemtrace::preload {
 namespace {
 
-AddressRange g_own;
 // Our own frames in a stack (recorder, hooks, wrappers): never more than this many.
 constexpr int kMaxOwnFrames = 16;
 
@@ -18,7 +17,7 @@ constexpr int kMaxOwnFrames = 16;
 
 void InitNativeStacks() {
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-  g_own = OwnModuleRange();
+  OwnModuleRange();  // found now, outside any hook's hot path
 }
 
 int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated) {
@@ -30,10 +29,11 @@ int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated) {
   if (n <= 0) return -1;
   // Every frame of this library goes: the recorder and hook frames above the caller, and the runtime hook's frame
   // in the middle of a stack (user code -> our cudaMalloc -> the real cudaMalloc -> our driver hook).
+  const AddressRange& own = OwnModuleRange();
   int count = 0;
   for (int i = 0; i < n && count < max_depth; ++i) {
     uintptr_t pc = reinterpret_cast<uintptr_t>(raw[i]);
-    if (!g_own.Contains(pc)) pcs[count++] = pc;
+    if (!own.Contains(pc)) pcs[count++] = pc;
   }
   if (count == max_depth || n == want) *truncated = true;
   return count;
