@@ -21,6 +21,7 @@ struct EventRecord {
   uint32_t thread;
   uint16_t api;          // format::Api
   bool has_mem_info;
+  bool cupti_only;       // seen by CUPTI, missed by interposition
 };
 
 }  // namespace cumemtrace::preload

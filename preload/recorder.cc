@@ -205,6 +205,7 @@ void WriteHeaderLocked() {
   h.start_unix_time_ns = static_cast<int64_t>(wall.tv_sec) * 1000000000 + wall.tv_nsec;
   DriverVersion(&h.driver_version);
   h.stack_depth = static_cast<uint32_t>(g_config.stack_depth);
+  h.rank = h.local_rank = h.world_size = -1;
   if (!WriteHeader(&g_out, h)) g_out.ClearError();
 }
 

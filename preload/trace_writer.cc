@@ -71,6 +71,12 @@ bool WriteHeader(ByteBuffer* out, const HeaderInfo& h) {
   e.Int32(f::header::kDriverVersion, h.driver_version);
   e.Uint64(f::header::kStackDepth, h.stack_depth);
   e.String(f::header::kExecutable, h.executable);
+  if (h.rank >= 0) e.Int32Always(f::header::kRank, h.rank);
+  if (h.local_rank >= 0) e.Int32Always(f::header::kLocalRank, h.local_rank);
+  if (h.world_size >= 0) e.Int32Always(f::header::kWorldSize, h.world_size);
+  e.Bool(f::header::kForkedChild, h.forked_child);
+  e.Bool(f::header::kPythonFramesEnabled, h.python_frames_enabled);
+  e.Bool(f::header::kCuptiEnabled, h.cupti_enabled);
   return p.Finish();
 }
 
@@ -132,6 +138,50 @@ bool WriteSymbols(ByteBuffer* out, const uint64_t* pcs, const uint32_t* function
   PackedVarints(e, f::symbols::kFunction, count, [&](size_t i) { return functions[i]; });
   PackedVarints(e, f::symbols::kModule, count, [&](size_t i) { return modules[i]; });
   PackedVarints(e, f::symbols::kOffset, count, [&](size_t i) { return offsets[i]; });
+  return p.Finish();
+}
+
+bool WriteSymbolsWithLines(ByteBuffer* out, const uint64_t* pcs, const uint32_t* functions, const uint32_t* modules,
+                           const uint64_t* offsets, const uint32_t* files, const uint32_t* lines, size_t count) {
+  PacketScope p(out, f::packet::kSymbols);
+  WireEncoder& e = p.enc();
+  PackedVarints(e, f::symbols::kPc, count, [&](size_t i) { return pcs[i]; });
+  PackedVarints(e, f::symbols::kFunction, count, [&](size_t i) { return functions[i]; });
+  PackedVarints(e, f::symbols::kModule, count, [&](size_t i) { return modules[i]; });
+  PackedVarints(e, f::symbols::kOffset, count, [&](size_t i) { return offsets[i]; });
+  PackedVarints(e, f::symbols::kFile, count, [&](size_t i) { return files[i]; });
+  PackedVarints(e, f::symbols::kLine, count, [&](size_t i) { return lines[i]; });
+  return p.Finish();
+}
+
+bool WritePythonFrames(ByteBuffer* out, uint32_t first_id, const uint32_t* functions, const uint32_t* files,
+                       const uint32_t* lines, size_t count) {
+  PacketScope p(out, f::packet::kPythonFrames);
+  WireEncoder& e = p.enc();
+  e.Uint64(f::python_frames::kFirstId, first_id);
+  PackedVarints(e, f::python_frames::kFunction, count, [&](size_t i) { return functions[i]; });
+  PackedVarints(e, f::python_frames::kFile, count, [&](size_t i) { return files[i]; });
+  PackedVarints(e, f::python_frames::kLine, count, [&](size_t i) { return lines[i]; });
+  return p.Finish();
+}
+
+bool WriteMemorySample(ByteBuffer* out, const MemorySampleRecord& m) {
+  PacketScope p(out, f::packet::kMemorySample);
+  WireEncoder& e = p.enc();
+  e.Int64(f::memory_sample::kTimeNs, m.time_ns);
+  e.Int32(f::memory_sample::kDevice, m.device);
+  e.Uint64(f::memory_sample::kFreeBytes, m.free_bytes);
+  e.Uint64(f::memory_sample::kTotalBytes, m.total_bytes);
+  e.Uint64(f::memory_sample::kAfterSeq, m.after_seq);
+  return p.Finish();
+}
+
+bool WriteNotice(ByteBuffer* out, uint32_t code, const char* message, int64_t time_ns) {
+  PacketScope p(out, f::packet::kNotice);
+  WireEncoder& e = p.enc();
+  e.Uint64(f::notice::kCode, code);
+  e.String(f::notice::kMessage, message);
+  e.Int64(f::notice::kTimeNs, time_ns);
   return p.Finish();
 }
 
@@ -198,6 +248,15 @@ bool WriteEventBatch(ByteBuffer* out, const EventRecord* ev, size_t n) {
     e.Bool(f::failure::kHasMemInfo, ev[i].has_mem_info);
     e.End(mark);
   }
+  size_t cupti_rows = 0;
+  for (size_t i = 0; i < n; ++i) cupti_rows += ev[i].cupti_only ? 1 : 0;
+  if (cupti_rows > 0) {
+    size_t mark = e.Begin(ef::kCuptiRows);
+    for (size_t i = 0; i < n; ++i) {
+      if (ev[i].cupti_only) e.RawVarint(i);
+    }
+    e.End(mark);
+  }
   return p.Finish();
 }
 
@@ -215,6 +274,10 @@ bool WriteTrailer(ByteBuffer* out, const TrailerRecord& t) {
   e.Int64(tf::kEndTimeNs, t.end_time_ns);
   e.Uint64(tf::kRecorderTimeNs, t.recorder_time_ns);
   e.Uint64(tf::kFlushes, t.flushes);
+  e.Uint64(tf::kPythonStacks, t.python_stacks);
+  e.Uint64(tf::kPythonFailures, t.python_failures);
+  e.Uint64(tf::kMemorySamples, t.memory_samples);
+  e.Uint64(tf::kCuptiOnlyEvents, t.cupti_only_events);
   return p.Finish();
 }
 

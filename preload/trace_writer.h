@@ -23,6 +23,13 @@ struct HeaderInfo {
   int64_t start_unix_time_ns;
   int32_t driver_version;
   uint32_t stack_depth;
+  // -1 when the launcher did not set RANK / LOCAL_RANK / WORLD_SIZE.
+  int32_t rank;
+  int32_t local_rank;
+  int32_t world_size;
+  bool forked_child;
+  bool python_frames_enabled;
+  bool cupti_enabled;
 };
 
 struct DeviceRecord {
@@ -45,6 +52,18 @@ struct TrailerRecord {
   int64_t end_time_ns;
   uint64_t recorder_time_ns;
   uint64_t flushes;
+  uint64_t python_stacks;
+  uint64_t python_failures;
+  uint64_t memory_samples;
+  uint64_t cupti_only_events;
+};
+
+struct MemorySampleRecord {
+  int64_t time_ns;
+  int32_t device;
+  uint64_t free_bytes;
+  uint64_t total_bytes;
+  uint64_t after_seq;
 };
 
 struct ModuleEntry;
@@ -60,6 +79,15 @@ bool WriteStackNodes(ByteBuffer* out, const StackTable& table, uint64_t first_id
 bool WriteStrings(ByteBuffer* out, uint32_t first_id, const char* const* values, size_t count);
 bool WriteSymbols(ByteBuffer* out, const uint64_t* pcs, const uint32_t* functions, const uint32_t* modules,
                   const uint64_t* offsets, size_t count);
+// Python frames [first_id, first_id + count): string ids of function and file, and the line.
+bool WritePythonFrames(ByteBuffer* out, uint32_t first_id, const uint32_t* functions, const uint32_t* files,
+                       const uint32_t* lines, size_t count);
+bool WriteMemorySample(ByteBuffer* out, const MemorySampleRecord& sample);
+// `code` is a format::NoticeCode value.
+bool WriteNotice(ByteBuffer* out, uint32_t code, const char* message, int64_t time_ns);
+// Symbols with file and line (string ids; 0 = unknown) for each pc, from debug info.
+bool WriteSymbolsWithLines(ByteBuffer* out, const uint64_t* pcs, const uint32_t* functions, const uint32_t* modules,
+                           const uint64_t* offsets, const uint32_t* files, const uint32_t* lines, size_t count);
 bool WriteEventBatch(ByteBuffer* out, const EventRecord* events, size_t count);
 bool WriteTrailer(ByteBuffer* out, const TrailerRecord& trailer);
 

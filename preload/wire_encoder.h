@@ -66,6 +66,11 @@ class WireEncoder {
   // int32 fields are sign-extended to 64 bits on the wire, as protobuf does.
   void Int32(uint32_t field, int32_t value) { Uint64(field, static_cast<uint64_t>(static_cast<int64_t>(value))); }
   void Bool(uint32_t field, bool value) { Uint64(field, value ? 1 : 0); }
+  // For proto3 `optional` fields: present even when zero.
+  void Int32Always(uint32_t field, int32_t value) {
+    Tag(field, kVarint);
+    RawVarint(static_cast<uint64_t>(static_cast<int64_t>(value)));
+  }
   void Fixed64(uint32_t field, uint64_t value) {
     Tag(field, kFixed64);
     uint8_t* p = buffer_->Reserve(8);

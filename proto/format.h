@@ -20,12 +20,15 @@ namespace field {
 inline constexpr uint32_t kTracePacket = 1;
 namespace packet {
 inline constexpr uint32_t kHeader = 1, kThread = 2, kModule = 3, kStackNodes = 4, kEvents = 5, kStrings = 6,
-                          kSymbols = 7, kTrailer = 8, kDevice = 9;
+                          kSymbols = 7, kTrailer = 8, kDevice = 9, kPythonFrames = 10,
+                          kMemorySample = 11, kNotice = 12;
 }
 namespace header {
 inline constexpr uint32_t kMagic = 1, kFormatVersion = 2, kToolVersion = 3, kPid = 4, kPpid = 5, kArgv = 6,
                           kHostname = 7, kClockId = 8, kStartTimeNs = 9, kStartUnixTimeNs = 10,
-                          kDriverVersion = 11, kRuntimeVersion = 12, kStackDepth = 13, kExecutable = 14;
+                          kDriverVersion = 11, kRuntimeVersion = 12, kStackDepth = 13, kExecutable = 14,
+                          kRank = 15, kLocalRank = 16, kWorldSize = 17, kForkedChild = 18,
+                          kPythonFramesEnabled = 19, kCuptiEnabled = 20;
 }
 namespace device {
 inline constexpr uint32_t kOrdinal = 1, kName = 2, kUuid = 3, kTotalMemory = 4, kDriverVersion = 5;
@@ -39,6 +42,15 @@ inline constexpr uint32_t kId = 1, kPath = 2, kLoadBias = 3, kStart = 4, kEnd = 
 namespace stack_nodes {
 inline constexpr uint32_t kFirstId = 1, kParent = 2, kPc = 3;
 }
+namespace python_frames {
+inline constexpr uint32_t kFirstId = 1, kFunction = 2, kFile = 3, kLine = 4;
+}
+namespace memory_sample {
+inline constexpr uint32_t kTimeNs = 1, kDevice = 2, kFreeBytes = 3, kTotalBytes = 4, kAfterSeq = 5;
+}
+namespace notice {
+inline constexpr uint32_t kCode = 1, kMessage = 2, kTimeNs = 3;
+}
 namespace strings {
 inline constexpr uint32_t kFirstId = 1, kValue = 2;
 }
@@ -48,7 +60,7 @@ inline constexpr uint32_t kPc = 1, kFunction = 2, kModule = 3, kOffset = 4, kFil
 namespace events {
 inline constexpr uint32_t kFirstSeq = 1, kBaseTimeNs = 2, kSeqDelta = 3, kTimeDeltaNs = 4, kApi = 5,
                           kAddressDelta = 6, kSize = 7, kStack = 8, kThread = 9, kDevice = 10, kStream = 11,
-                          kAux = 12, kFailures = 13;
+                          kAux = 12, kFailures = 13, kCuptiRows = 14;
 }
 namespace failure {
 inline constexpr uint32_t kRow = 1, kResult = 2, kFreeBytes = 3, kTotalBytes = 4, kHasMemInfo = 5;
@@ -56,9 +68,28 @@ inline constexpr uint32_t kRow = 1, kResult = 2, kFreeBytes = 3, kTotalBytes = 4
 namespace trailer {
 inline constexpr uint32_t kEvents = 1, kDroppedEvents = 2, kUnwindFailures = 3, kTruncatedStacks = 4,
                           kBytesWritten = 5, kStackNodes = 6, kWrapperSlotsExhausted = 7, kEndTimeNs = 8,
-                          kRecorderTimeNs = 9, kFlushes = 10;
+                          kRecorderTimeNs = 9, kFlushes = 10, kPythonStacks = 11,
+                          kPythonFailures = 12, kMemorySamples = 13, kCuptiOnlyEvents = 14;
 }
 }  // namespace field
+
+// Notice codes (trace.proto's Notice.Code).
+enum class NoticeCode : uint32_t {
+  kUnknown = 0,
+  kPythonUnsupported = 1,
+  kPythonLayoutMismatch = 2,
+  kCuptiUnavailable = 3,
+  kCuptiOnlyEvent = 4,
+  kSymbolsFromDebugInfo = 5,
+};
+
+// A stack node pc with this bit set names a Python frame (PythonFrames id) instead of an address; id 0 = "no Python
+// frames on this thread". User-space addresses on every platform cumemtrace runs on leave bit 63 clear.
+inline constexpr uint64_t kPythonFramePcBit = 1ull << 63;
+inline constexpr bool IsPythonFramePc(uint64_t pc) { return (pc & kPythonFramePcBit) != 0; }
+inline constexpr uint64_t PythonFrameIdOfPc(uint64_t pc) { return pc & ~kPythonFramePcBit; }
+inline constexpr uint64_t PcOfPythonFrameId(uint64_t id) { return id | kPythonFramePcBit; }
+inline constexpr uint64_t kNoPythonFramesId = 0;
 
 // Api values (trace.proto's enum Api).
 enum class Api : uint32_t {

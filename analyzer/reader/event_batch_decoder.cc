@@ -54,6 +54,12 @@ absl::Status DecodeEventBatch(const BatchColumns& c, std::vector<Event>* out, si
           absl::StrCat("event batch column failures names row ", f.row, " of a batch of ", rows, " rows"));
     }
   }
+  for (uint32_t row : c.cupti_rows) {
+    if (row >= rows) {
+      return absl::DataLossError(
+          absl::StrCat("event batch column cupti_rows names row ", row, " of a batch of ", rows, " rows"));
+    }
+  }
 
   if (out->size() < rows) out->resize(rows);
   // Constant columns read entry 0 for every row (step 0); per-api columns are read at a clamped index and used only
@@ -110,7 +116,9 @@ absl::Status DecodeEventBatch(const BatchColumns& c, std::vector<Event>* out, si
     e.has_mem_info = false;
     e.free_bytes = 0;
     e.total_bytes = 0;
+    e.cupti_only = false;
   }
+  for (uint32_t row : c.cupti_rows) events[row].cupti_only = true;
   for (const FailureColumn& f : c.failures) {
     Event& e = events[f.row];
     e.result = f.result;

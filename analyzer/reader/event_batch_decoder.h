@@ -37,6 +37,7 @@ struct BatchColumns {
   absl::Span<const uint64_t> stream;
   absl::Span<const uint64_t> aux;
   absl::Span<const FailureColumn> failures;
+  absl::Span<const uint32_t> cupti_rows;  // rows seen only by CUPTI
 };
 
 // Decodes every row of `columns` into (*out)[0, *rows). `out` only grows, so that a reused vector costs nothing per

@@ -141,6 +141,7 @@ bool EventBatchWire::Parse(const uint8_t* p, size_t size) {
   for (auto* v : {&seq_delta_, &time_delta_ns_, &address_delta_}) v->set_size(0);
   for (auto* v : {&size_, &stack_, &stream_, &aux_}) v->set_size(0);
   api_.set_size(0);
+  cupti_rows_.set_size(0);
   thread_.set_size(0);
   device_.set_size(0);
   const auto u64 = [](uint64_t v) { return v; };
@@ -161,7 +162,7 @@ bool EventBatchWire::Parse(const uint8_t* p, size_t size) {
       }
       continue;
     }
-    if (field < ef::kSeqDelta || field > ef::kFailures) {
+    if (field < ef::kSeqDelta || field > ef::kCuptiRows) {
       if (!Skip(type, p, end)) return false;
       continue;
     }
@@ -191,6 +192,7 @@ bool EventBatchWire::Parse(const uint8_t* p, size_t size) {
       case ef::kDevice: ok = PackedColumn(value, value_end, &device_, ZigZag32); break;
       case ef::kStream: ok = PackedColumn(value, value_end, &stream_, u64); break;
       case ef::kAux: ok = PackedColumn(value, value_end, &aux_, u64); break;
+      case ef::kCuptiRows: ok = PackedColumn(value, value_end, &cupti_rows_, u32); break;
     }
     if (!ok) return false;
   }
@@ -205,6 +207,7 @@ bool EventBatchWire::Parse(const uint8_t* p, size_t size) {
   columns_.stream = stream_.span();
   columns_.aux = aux_.span();
   columns_.failures = failures_;
+  columns_.cupti_rows = cupti_rows_.span();
   return true;
 }
 

@@ -60,6 +60,7 @@ class EventBatchWire {
   PodBuffer<int32_t> device_;
   PodBuffer<uint64_t> stream_;
   PodBuffer<uint64_t> aux_;
+  PodBuffer<uint32_t> cupti_rows_;
   std::vector<FailureColumn> failures_;
   BatchColumns columns_;
 };

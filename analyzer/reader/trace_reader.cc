@@ -61,6 +61,12 @@ void Convert(const pb::Header& h, TraceHeader* out) {
   out->start_unix_time_ns = h.start_unix_time_ns();
   out->driver_version = h.driver_version();
   out->stack_depth = h.stack_depth();
+  out->rank = h.has_rank() ? h.rank() : -1;
+  out->local_rank = h.has_local_rank() ? h.local_rank() : -1;
+  out->world_size = h.has_world_size() ? h.world_size() : -1;
+  out->forked_child = h.forked_child();
+  out->python_frames_enabled = h.python_frames_enabled();
+  out->cupti_enabled = h.cupti_enabled();
 }
 
 TrailerInfo Convert(const pb::Trailer& t) {
@@ -75,6 +81,10 @@ TrailerInfo Convert(const pb::Trailer& t) {
   out.end_time_ns = t.end_time_ns();
   out.recorder_time_ns = t.recorder_time_ns();
   out.flushes = t.flushes();
+  out.python_stacks = t.python_stacks();
+  out.python_failures = t.python_failures();
+  out.memory_samples = t.memory_samples();
+  out.cupti_only_events = t.cupti_only_events();
   return out;
 }
 
@@ -96,6 +106,7 @@ class Reader {
   absl::Status HandleEvents(const pb::EventBatch& batch, uint64_t offset);
   absl::Status HandleColumns(const BatchColumns& columns, uint64_t offset);
   absl::Status HandleSymbols(const pb::Symbols& symbols, uint64_t offset);
+  absl::Status HandlePythonFrames(const pb::PythonFrames& frames, uint64_t offset);
   absl::Status HandleStackNodes(const pb::StackNodes& nodes, uint64_t offset);
   // Parses a Packet into packet_; a packet that fails only because a string is not UTF-8 is repaired and parsed.
   bool ParsePacket(const uint8_t* data, size_t size);
@@ -326,6 +337,27 @@ absl::Status Reader::HandlePacket(const uint8_t* data, size_t size, uint64_t off
     }
     case pb::Packet::kSymbols:
       return HandleSymbols(packet_.symbols(), offset);
+    case pb::Packet::kPythonFrames:
+      return HandlePythonFrames(packet_.python_frames(), offset);
+    case pb::Packet::kMemorySample: {
+      const pb::MemorySample& m = packet_.memory_sample();
+      MemorySample sample;
+      sample.time_ns = m.time_ns();
+      sample.device = m.device();
+      sample.free_bytes = m.free_bytes();
+      sample.total_bytes = m.total_bytes();
+      sample.after_seq = m.after_seq();
+      visitor_.OnMemorySample(sample);
+      break;
+    }
+    case pb::Packet::kNotice: {
+      NoticeInfo notice;
+      notice.code = static_cast<format::NoticeCode>(packet_.notice().code());
+      notice.message = packet_.notice().message();
+      notice.time_ns = packet_.notice().time_ns();
+      visitor_.OnNotice(notice);
+      break;
+    }
     case pb::Packet::kTrailer:
       stats_.has_trailer = true;
       visitor_.OnTrailer(Convert(packet_.trailer()));
@@ -386,6 +418,24 @@ absl::Status Reader::HandleSymbols(const pb::Symbols& s, uint64_t offset) {
   return absl::OkStatus();
 }
 
+absl::Status Reader::HandlePythonFrames(const pb::PythonFrames& f, uint64_t offset) {
+  const int n = f.function_size();
+  if (f.file_size() != n || f.line_size() != n) {
+    return Corrupt(offset, absl::StrCat("python frames: columns have ", n, " functions, ", f.file_size(),
+                                        " files and ", f.line_size(), " lines"));
+  }
+  if (n > 0 && f.first_id() == 0) return Corrupt(offset, "python frames: first_id is 0 (ids start at 1)");
+  PythonFrameInfo info;
+  for (int i = 0; i < n; ++i) {
+    info.id = uint64_t{f.first_id()} + static_cast<uint64_t>(i);
+    info.function = f.function(i);
+    info.file = f.file(i);
+    info.line = f.line(i);
+    visitor_.OnPythonFrame(info);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Reader::HandleEvents(const pb::EventBatch& b, uint64_t offset) {
   failures_.clear();
   for (const pb::Failure& f : b.failures()) {
@@ -405,6 +455,7 @@ absl::Status Reader::HandleEvents(const pb::EventBatch& b, uint64_t offset) {
   c.stream = AsSpan(b.stream());
   c.aux = AsSpan(b.aux());
   c.failures = failures_;
+  c.cupti_rows = AsSpan(b.cupti_rows());
   return HandleColumns(c, offset);
 }
 

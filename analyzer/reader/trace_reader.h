@@ -31,6 +31,12 @@ struct TraceHeader {
   int64_t start_unix_time_ns = 0;
   int32_t driver_version = 0;
   uint32_t stack_depth = 0;
+  int32_t rank = -1;        // -1: not set by the launcher
+  int32_t local_rank = -1;
+  int32_t world_size = -1;
+  bool forked_child = false;
+  bool python_frames_enabled = false;
+  bool cupti_enabled = false;
 };
 
 struct DeviceInfo {
@@ -71,6 +77,29 @@ struct SymbolInfo {
   uint32_t line = 0;      // 0 = unknown
 };
 
+// An interned Python frame (StackNode pcs with format::kPythonFramePcBit name these ids).
+struct PythonFrameInfo {
+  uint64_t id = 0;
+  uint32_t function = 0;  // string id
+  uint32_t file = 0;      // string id
+  uint32_t line = 0;      // 0 = unknown
+};
+
+// The driver's free/total for one device at one moment (cuMemGetInfo).
+struct MemorySample {
+  int64_t time_ns = 0;
+  int32_t device = 0;
+  uint64_t free_bytes = 0;
+  uint64_t total_bytes = 0;
+  uint64_t after_seq = 0;  // the last sequence number handed out when it was taken
+};
+
+struct NoticeInfo {
+  format::NoticeCode code = format::NoticeCode::kUnknown;
+  std::string message;
+  int64_t time_ns = 0;
+};
+
 struct Event {
   uint64_t seq = 0;
   int64_t time_ns = 0;
@@ -87,6 +116,7 @@ struct Event {
   bool has_mem_info = false;
   uint64_t free_bytes = 0;   // driver's free/total right after a failed allocation
   uint64_t total_bytes = 0;
+  bool cupti_only = false;   // seen by CUPTI, missed by interposition
 };
 
 struct TrailerInfo {
@@ -100,6 +130,10 @@ struct TrailerInfo {
   int64_t end_time_ns = 0;
   uint64_t recorder_time_ns = 0;
   uint64_t flushes = 0;
+  uint64_t python_stacks = 0;
+  uint64_t python_failures = 0;
+  uint64_t memory_samples = 0;
+  uint64_t cupti_only_events = 0;
 };
 
 class TraceVisitor {
@@ -112,6 +146,10 @@ class TraceVisitor {
   virtual void OnStackNode(const StackNode&) {}
   virtual void OnString(uint32_t /*id*/, const std::string& /*value*/) {}
   virtual void OnSymbol(const SymbolInfo&) {}
+  virtual void OnPythonFrame(const PythonFrameInfo&) {}
+  // Samples arrive in file order, not merged into the event order: after_seq places them.
+  virtual void OnMemorySample(const MemorySample&) {}
+  virtual void OnNotice(const NoticeInfo&) {}
   virtual void OnEvent(const Event&) {}
   // Events in chunks, in order, as the reader has them ready. The default hands them to OnEvent one by one;
   // visitors that can use the look-ahead (prefetching) override it. A visitor sees each event once either way.
