@@ -71,6 +71,8 @@ void ReadConfig(Config* config) {
   config->overwrite = ReadFlag("CUMEMTRACE_OVERWRITE");
   config->stack_depth = ReadInt("CUMEMTRACE_STACK_DEPTH", 0, kMaxStackDepth, 64);
   config->flush_ms = ReadInt("CUMEMTRACE_FLUSH_MS", 1, 3600 * 1000, 500);
+  const char* python = getenv("CUMEMTRACE_PYTHON");
+  config->python = python == nullptr || strcmp(python, "0") != 0;
 
   const char* pattern = getenv("CUMEMTRACE_OUTPUT");
   if (pattern == nullptr || *pattern == '\0') pattern = kDefaultOutput;

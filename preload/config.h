@@ -6,6 +6,7 @@
 //   CUMEMTRACE_FLUSH_MS    how often buffered events reach the file (default 500; a process killed with SIGKILL
 //                          loses at most this much)
 //   CUMEMTRACE_DISABLE     1: record nothing (the hooks only forward)
+//   CUMEMTRACE_PYTHON      0: no Python frames in stacks (default: Python frames where the interpreter is supported)
 #ifndef CUMEMTRACE_PRELOAD_CONFIG_H_
 #define CUMEMTRACE_PRELOAD_CONFIG_H_
 
@@ -22,6 +23,7 @@ struct Config {
   int stack_depth = 64;
   int flush_ms = 500;
   bool disabled = false;
+  bool python = true;
 };
 
 // Fills `config` from the environment. Bad values fall back to the defaults with a warning on stderr.

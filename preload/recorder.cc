@@ -21,8 +21,12 @@
 #include "preload/log.h"
 #include "preload/module_map.h"
 #include "preload/native_stack.h"
+#include "preload/python_frame_table.h"
+#include "preload/python_frames.h"
+#include "preload/python_splice.h"
 #include "preload/sink.h"
 #include "preload/stack_table.h"
+#include "preload/string_table.h"
 #include "preload/symbolize.h"
 #include "preload/trace_writer.h"
 
@@ -54,6 +58,10 @@ Config g_config;
 Sink g_sink;
 ByteBuffer g_out;
 StackTable g_stacks;
+StringTable g_strings;          // every string id of the trace
+PythonFrameTable g_python_frames;
+bool g_python_notice_written = false;
+bool g_python_broken_notice_written = false;
 ModuleMap g_modules;
 EventRecord g_batch[kBatchEvents];
 size_t g_batch_size = 0;
@@ -68,6 +76,8 @@ uint64_t g_unwind_failures = 0;
 uint64_t g_truncated_stacks = 0;
 uint64_t g_recorder_ns = 0;
 uint64_t g_flushes = 0;
+uint64_t g_python_stacks = 0;
+uint64_t g_python_failures = 0;
 
 int64_t NowNs() {
   timespec ts;
@@ -89,6 +99,9 @@ void WriteOut() {
 
 // Encodes pending stack nodes and buffered events, then writes. Called with g_lock held.
 void FlushLocked() {
+  // Strings before the Python frames that name them, Python frames before the stack nodes that name them.
+  if (!g_strings.WritePending(&g_out)) g_out.ClearError();
+  if (g_python_frames.HasPending() && !g_python_frames.WritePending(&g_out)) g_out.ClearError();
   if (g_stacks.first_pending() < g_stacks.next_id()) {
     if (WriteStackNodes(&g_out, g_stacks, g_stacks.first_pending(), g_stacks.next_id())) {
       g_stacks.MarkWritten();
@@ -130,6 +143,75 @@ void RefreshModules() {
   pthread_mutex_unlock(&g_module_lock);
 }
 
+// Says once in the trace why stacks have no Python frames although Python runs. Called with g_lock held.
+void NotePythonSupportLocked(PythonSupport support, const char* message) {
+  if (g_python_notice_written) return;
+  if (support != PythonSupport::kUnsupported && support != PythonSupport::kLayoutMismatch) return;
+  format::NoticeCode code = support == PythonSupport::kUnsupported ? format::NoticeCode::kPythonUnsupported
+                                                                   : format::NoticeCode::kPythonLayoutMismatch;
+  if (WriteNotice(&g_out, static_cast<uint32_t>(code), message, NowNs())) {
+    g_python_notice_written = true;
+  } else {
+    g_out.ClearError();
+  }
+}
+
+// Python may be loaded after tracing started (a program that embeds it): look again when modules were added.
+void RetryPythonLookup() {
+  if (!g_config.python || PythonFramesSupport() != PythonSupport::kAbsent) return;
+  char message[256];
+  PythonSupport support = InitPythonFrames(true, message, sizeof(message));
+  pthread_mutex_lock(&g_lock);
+  NotePythonSupportLocked(support, message);
+  pthread_mutex_unlock(&g_lock);
+}
+
+// The stack an event carries: native frames with the thread's Python frames spliced in where the interpreter ran
+// them; a marker frame when Python runs but this thread has none. Returns the frame count. Called with g_lock held
+// (interning), after the native and Python stacks were taken outside it.
+int ComposeStackLocked(const uintptr_t* native, int native_count, PythonCapture capture, const RawPythonStack& py,
+                       uintptr_t* out, int max_out) {
+  if (capture == PythonCapture::kOff) {
+    for (int i = 0; i < native_count; ++i) out[i] = native[i];
+    return native_count;
+  }
+  uint64_t python[kMaxPythonFrames];
+  uint16_t group_end[kMaxPythonFrames + 1];
+  int count = 0, groups = 0;
+  if (capture == PythonCapture::kBroken) {
+    ++g_python_failures;
+    if (!g_python_broken_notice_written) {
+      g_python_broken_notice_written =
+          WriteNotice(&g_out, static_cast<uint32_t>(format::NoticeCode::kPythonLayoutMismatch),
+                      "a Python frame chain did not validate (an object of an unexpected type): those stacks keep "
+                      "the Python frames read before the break", NowNs());
+      if (!g_python_broken_notice_written) g_out.ClearError();
+    }
+  }
+  if (capture == PythonCapture::kOk || capture == PythonCapture::kBroken) {
+    // Interning may fail (out of memory): such a frame is left out, and its group shrinks with it.
+    for (int g = 0; g < py.group_count; ++g) {
+      for (int i = g == 0 ? 0 : py.group_end[g - 1]; i < py.group_end[g]; ++i) {
+        uint64_t id = g_python_frames.Intern(py.frames[i], &g_strings);
+        if (id != 0) python[count++] = format::PcOfPythonFrameId(id);
+      }
+      group_end[groups++] = static_cast<uint16_t>(count);
+    }
+  }
+  if (count == 0) {  // no Python thread state, or no frames: say so in the outermost frame
+    int n = native_count < max_out - 1 ? native_count : max_out - 1;
+    for (int i = 0; i < n; ++i) out[i] = native[i];
+    out[n] = format::PcOfPythonFrameId(format::kNoPythonFramesId);
+    return n + 1;
+  }
+  ++g_python_stacks;
+  bool is_eval[kMaxStackDepth];
+  for (int i = 0; i < native_count; ++i) is_eval[i] = IsEvalLoopPc(native[i]);
+  SpliceInput in{native, is_eval, native_count, python, group_end, groups};
+  bool matched = false;
+  return SplicePythonFrames(in, reinterpret_cast<uint64_t*>(out), max_out, &matched);
+}
+
 void* FlusherMain(void*) {
   Self().in_recorder = 1;
   prctl(PR_SET_NAME, "cumemtrace");
@@ -144,6 +226,7 @@ void* FlusherMain(void*) {
     if (g_stop_flusher || g_state.load(std::memory_order_acquire) != kRunning) break;
     pthread_mutex_unlock(&g_lock);
     RefreshModules();
+    RetryPythonLookup();
     pthread_mutex_lock(&g_lock);
     if (g_state.load(std::memory_order_acquire) == kRunning) FlushLocked();
   }
@@ -206,6 +289,7 @@ void WriteHeaderLocked() {
   DriverVersion(&h.driver_version);
   h.stack_depth = static_cast<uint32_t>(g_config.stack_depth);
   h.rank = h.local_rank = h.world_size = -1;
+  h.python_frames_enabled = g_config.python;
   if (!WriteHeader(&g_out, h)) g_out.ClearError();
 }
 
@@ -225,8 +309,11 @@ void Start() {
   }
   g_start_ns = NowNs();
   InitNativeStacks();
+  char python_message[256];
+  PythonSupport python = InitPythonFrames(g_config.python, python_message, sizeof(python_message));
   pthread_mutex_lock(&g_lock);
   WriteHeaderLocked();
+  NotePythonSupportLocked(python, python_message);
   WriteOut();
   pthread_mutex_unlock(&g_lock);
   RefreshModules();
@@ -306,7 +393,7 @@ void FinishTrace() {
     pthread_cond_signal(&g_flusher_wake);
     StopTracing();  // events from destructors that run after this one are not recorded
     FlushLocked();
-    WriteSymbolTable(&g_out, g_stacks, g_modules);
+    WriteSymbolTable(&g_out, g_stacks, g_modules, &g_strings);
     WriteOut();
     TrailerRecord t{};
     t.events = g_events;
@@ -319,6 +406,8 @@ void FinishTrace() {
     t.end_time_ns = NowNs();
     t.recorder_time_ns = g_recorder_ns;
     t.flushes = g_flushes;
+    t.python_stacks = g_python_stacks;
+    t.python_failures = g_python_failures;
     if (WriteTrailer(&g_out, t)) WriteOut();
     g_sink.Close();
   }
@@ -387,6 +476,8 @@ void Record(const CallRecord& call) {
   uintptr_t pcs[kMaxStackDepth];
   bool truncated = false;
   int depth = CaptureStack(pcs, g_config.stack_depth, &truncated);
+  RawPythonStack python;  // read outside the lock: only this thread's own frames
+  PythonCapture python_capture = g_config.stack_depth > 0 ? CapturePythonStack(&python) : PythonCapture::kOff;
   char name[16] = "";
   if (self.thread_index == 0 || self.name_changed) prctl(PR_GET_NAME, name);
 
@@ -398,7 +489,10 @@ void Record(const CallRecord& call) {
       depth = 0;
     }
     if (truncated) ++g_truncated_stacks;
-    ev.stack = g_stacks.Intern(pcs, depth);
+    uintptr_t frames[kMaxStackDepth + kMaxPythonFrames + 1];
+    int frame_count = ComposeStackLocked(pcs, depth, python_capture, python, frames,
+                                         static_cast<int>(sizeof(frames) / sizeof(frames[0])));
+    ev.stack = g_stacks.Intern(frames, frame_count);
     ev.thread = self.thread_index;
     ev.seq = call.seq != 0 ? call.seq : TakeSequence();
     g_batch[g_batch_size++] = ev;

@@ -9,9 +9,11 @@ namespace cumemtrace::preload {
 
 class StackTable;
 class ModuleMap;
+class StringTable;
 
-// Appends Strings and Symbols packets for all pcs of `stacks` to `out`.
-void WriteSymbolTable(ByteBuffer* out, const StackTable& stacks, ModuleMap& modules);
+// Appends Strings and Symbols packets for all native pcs of `stacks` to `out`; names are interned in the trace's
+// string table `names` (its pending strings are written first).
+void WriteSymbolTable(ByteBuffer* out, const StackTable& stacks, ModuleMap& modules, StringTable* names);
 
 }  // namespace cumemtrace::preload
 

@@ -130,6 +130,9 @@ class Collector : public analyzer::TraceVisitor {
   void OnModule(const analyzer::ModuleInfo& module) override { trace_->modules.push_back(module); }
   void OnStackNode(const analyzer::StackNode& node) override { trace_->stack_nodes[node.id] = node; }
   void OnEvent(const Event& event) override { trace_->events.push_back(event); }
+  void OnString(uint32_t id, const std::string& value) override { trace_->strings[id] = value; }
+  void OnPythonFrame(const analyzer::PythonFrameInfo& frame) override { trace_->python_frames[frame.id] = frame; }
+  void OnNotice(const analyzer::NoticeInfo& notice) override { trace_->notices.push_back(notice); }
   void OnTrailer(const analyzer::TrailerInfo& trailer) override {
     trace_->has_trailer = true;
     trace_->trailer = trailer;
@@ -168,8 +171,11 @@ RunResult RunProgram(const RunOptions& options) {
   std::vector<char*> envp;
   for (std::string& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::string path = ProgramPath(options.program);
-  char* argv[] = {path.data(), nullptr};
+  std::string path = options.executable.empty() ? ProgramPath(options.program) : options.executable;
+  std::vector<std::string> arg_strings = options.args;
+  std::vector<char*> argv = {path.data()};
+  for (std::string& a : arg_strings) argv.push_back(a.data());
+  argv.push_back(nullptr);
   const std::string out_path = run.dir + "/stdout.txt";
   const std::string err_path = run.dir + "/stderr.txt";
 
@@ -182,7 +188,7 @@ RunResult RunProgram(const RunOptions& options) {
     const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (out < 0 || err < 0 || chdir(run.dir.c_str()) != 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(126);
-    execve(argv[0], argv, envp.data());
+    execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
   run.pid = pid;

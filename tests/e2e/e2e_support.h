@@ -26,6 +26,8 @@ inline constexpr uint64_t kFakeFailAbove = 128ull << 20;  // FAKE_CUDA_FAIL_ABOV
 
 struct RunOptions {
   std::string program;  // e.g. "direct": the binary e2e_direct
+  std::string executable;         // when set, run this file instead of the program (e.g. python3)
+  std::vector<std::string> args;  // arguments after argv[0]
   bool preload = true;  // LD_PRELOAD=libcumemtrace.so
   std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing) the default environment
   int timeout_s = 120;
@@ -96,6 +98,9 @@ struct CollectedTrace {
   std::vector<analyzer::ModuleInfo> modules;
   std::map<uint64_t, analyzer::StackNode> stack_nodes;
   std::vector<analyzer::Event> events;
+  std::map<uint32_t, std::string> strings;
+  std::map<uint64_t, analyzer::PythonFrameInfo> python_frames;
+  std::vector<analyzer::NoticeInfo> notices;
   bool has_trailer = false;
   analyzer::TrailerInfo trailer;
 

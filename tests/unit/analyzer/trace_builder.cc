@@ -1,6 +1,8 @@
 // Test helper: trace files from the generated classes (trace_builder.h).
 #include "tests/unit/analyzer/trace_builder.h"
 
+#include <unistd.h>
+
 #include <fstream>
 
 #include "gtest/gtest.h"
@@ -48,7 +50,8 @@ std::string Frame(const format::Packet& packet) {
 }
 
 std::string WriteTempFile(const std::string& name, const std::string& bytes) {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  // CTest runs each test in its own process, several at once: a file per process keeps them from racing.
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_" + name;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   return path;

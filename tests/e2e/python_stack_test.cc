@@ -1,0 +1,210 @@
+// Python frames in stacks, end to end on the CPU: tests/e2e/python/ctypes_alloc.py (run by the system's Python
+// 3.11) allocates through ctypes, which releases the GIL as PyTorch does, from the main thread and a second thread.
+// The oracle is the script itself: each allocating line carries a `# LINE:<tag>` marker, and the test reads the line
+// numbers from the file. Sizes tell the allocations apart (1, 2 and 3 MiB).
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "proto/format.h"
+#include "tests/e2e/e2e_support.h"
+
+namespace cumemtrace::e2e {
+namespace {
+
+constexpr char kScript[] = E2E_PYTHON_DIR "/ctypes_alloc.py";
+
+std::map<std::string, uint32_t> MarkerLines() {
+  std::map<std::string, uint32_t> lines;
+  std::ifstream in(kScript);
+  std::string line;
+  for (uint32_t number = 1; std::getline(in, line); ++number) {
+    size_t at = line.find("# LINE:");
+    if (at != std::string::npos) lines[line.substr(at + 7)] = number;
+  }
+  return lines;
+}
+
+struct PyFrame {
+  std::string function;
+  std::string file;
+  uint32_t line;
+  bool operator==(const PyFrame& o) const { return function == o.function && file == o.file && line == o.line; }
+};
+
+std::ostream& operator<<(std::ostream& os, const PyFrame& f) {
+  return os << f.file << ":" << f.line << " " << f.function;
+}
+
+// The Python frames of an event's stack, innermost first; *marker when the stack carries the no-Python marker.
+std::vector<PyFrame> PythonFramesOf(const CollectedTrace& trace, const analyzer::Event& event, bool* marker,
+                                    int* native_before_python) {
+  std::vector<uint64_t> pcs;
+  EXPECT_TRUE(trace.StackPcs(event.stack, &pcs).ok());
+  std::vector<PyFrame> frames;
+  *marker = false;
+  *native_before_python = -1;
+  for (size_t i = 0; i < pcs.size(); ++i) {
+    if (!format::IsPythonFramePc(pcs[i])) continue;
+    uint64_t id = format::PythonFrameIdOfPc(pcs[i]);
+    if (id == format::kNoPythonFramesId) {
+      *marker = true;
+      continue;
+    }
+    if (*native_before_python < 0) *native_before_python = static_cast<int>(i);
+    auto it = trace.python_frames.find(id);
+    if (it == trace.python_frames.end()) {
+      ADD_FAILURE() << "python frame " << id << " was never defined";
+      continue;
+    }
+    auto text = [&](uint32_t sid) {
+      auto s = trace.strings.find(sid);
+      return s == trace.strings.end() ? std::string("<undefined>") : s->second;
+    };
+    frames.push_back(PyFrame{text(it->second.function), text(it->second.file), it->second.line});
+  }
+  return frames;
+}
+
+class PythonStacks : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    RunOptions options;
+    options.executable = "/usr/bin/python3";
+    options.args = {kScript, E2E_PROGRAM_DIR};
+    run_ = new RunResult(RunProgram(options));
+    trace_ = new CollectedTrace(CollectTrace(run_->trace_path));
+  }
+  static void TearDownTestSuite() {
+    RemoveRunDir(*run_);
+    delete trace_;
+    delete run_;
+  }
+  const analyzer::Event* AllocOfSize(uint64_t size) {
+    for (const analyzer::Event& e : trace_->events) {
+      if (e.size == size && e.info->op == format::Op::kAlloc) return &e;
+    }
+    return nullptr;
+  }
+  static RunResult* run_;
+  static CollectedTrace* trace_;
+};
+RunResult* PythonStacks::run_ = nullptr;
+CollectedTrace* PythonStacks::trace_ = nullptr;
+
+TEST_F(PythonStacks, ProgramRunsUnchanged) {
+  ASSERT_EQ(run_->exit_code, 0) << run_->Describe();
+  std::ifstream out(run_->dir + "/stdout.txt");
+  std::stringstream text;
+  text << out.rdbuf();
+  EXPECT_EQ(text.str(), "ok\n");
+  ASSERT_TRUE(trace_->status.ok()) << trace_->status;
+  EXPECT_TRUE(trace_->header.python_frames_enabled);
+  EXPECT_TRUE(trace_->notices.empty()) << trace_->notices[0].message;
+  ASSERT_TRUE(trace_->has_trailer);
+  EXPECT_EQ(trace_->trailer.python_failures, 0u);
+  // Every event but the native thread's allocation (four allocations, four frees) came from Python code.
+  EXPECT_EQ(trace_->events.size(), 8u);
+  EXPECT_EQ(trace_->trailer.python_stacks, trace_->events.size() - 1);
+}
+
+TEST_F(PythonStacks, MainThreadShowsEveryCallerWithItsLine) {
+  const std::map<std::string, uint32_t> lines = MarkerLines();
+  const analyzer::Event* e = AllocOfSize(1 << 20);
+  ASSERT_NE(e, nullptr) << run_->Describe();
+  bool marker = false;
+  int first_python = -1;
+  std::vector<PyFrame> frames = PythonFramesOf(*trace_, *e, &marker, &first_python);
+  EXPECT_FALSE(marker);
+  const std::vector<PyFrame> expected = {
+      {"inner", kScript, lines.at("inner")},
+      {"outer", kScript, lines.at("outer")},
+      {"main", kScript, lines.at("main_outer")},
+      {"<module>", kScript, lines.at("module")},
+  };
+  EXPECT_EQ(frames, expected);
+  // Native frames (the call into CUDA, ctypes, libffi) come before the innermost Python frame.
+  EXPECT_GT(first_python, 0);
+}
+
+TEST_F(PythonStacks, MethodsAreQualified) {
+  const std::map<std::string, uint32_t> lines = MarkerLines();
+  const analyzer::Event* e = AllocOfSize(2 << 20);
+  ASSERT_NE(e, nullptr);
+  bool marker = false;
+  int first_python = -1;
+  std::vector<PyFrame> frames = PythonFramesOf(*trace_, *e, &marker, &first_python);
+  ASSERT_GE(frames.size(), 2u);
+  EXPECT_EQ(frames[0], (PyFrame{"Model.allocate", kScript, lines.at("method")}));
+  EXPECT_EQ(frames[1], (PyFrame{"main", kScript, lines.at("main_method")}));
+}
+
+TEST_F(PythonStacks, SecondThreadShowsItsOwnFrames) {
+  const std::map<std::string, uint32_t> lines = MarkerLines();
+  const analyzer::Event* e = AllocOfSize(3 << 20);
+  ASSERT_NE(e, nullptr);
+  bool marker = false;
+  int first_python = -1;
+  std::vector<PyFrame> frames = PythonFramesOf(*trace_, *e, &marker, &first_python);
+  ASSERT_GE(frames.size(), 3u);
+  EXPECT_EQ(frames[0], (PyFrame{"inner", kScript, lines.at("inner")}));
+  EXPECT_EQ(frames[1], (PyFrame{"outer", kScript, lines.at("outer")}));
+  EXPECT_EQ(frames[2], (PyFrame{"worker", kScript, lines.at("worker")}));
+  // Then threading.py's own frames (run, _bootstrap_inner, _bootstrap), never the main thread's.
+  for (size_t i = 3; i < frames.size(); ++i) {
+    EXPECT_NE(frames[i].file.find("threading.py"), std::string::npos) << frames[i];
+  }
+  EXPECT_GE(frames.size(), 4u);
+  const int main_tid = run_->pid;
+  EXPECT_NE(trace_->Tid(*e), main_tid);
+}
+
+TEST_F(PythonStacks, ThreadWithoutPythonSaysSo) {
+  const analyzer::Event* e = AllocOfSize(4 << 20);
+  ASSERT_NE(e, nullptr);
+  bool marker = false;
+  int first_python = -1;
+  std::vector<PyFrame> frames = PythonFramesOf(*trace_, *e, &marker, &first_python);
+  EXPECT_TRUE(frames.empty());
+  EXPECT_TRUE(marker);
+  // The marker is the outermost frame.
+  std::vector<uint64_t> pcs;
+  ASSERT_TRUE(trace_->StackPcs(e->stack, &pcs).ok());
+  ASSERT_FALSE(pcs.empty());
+  EXPECT_EQ(pcs.back(), format::PcOfPythonFrameId(format::kNoPythonFramesId));
+}
+
+TEST(PythonStacksOff, EnvironmentTurnsThemOff) {
+  RunOptions options;
+  options.executable = "/usr/bin/python3";
+  options.args = {kScript, E2E_PROGRAM_DIR};
+  options.env = {{"CUMEMTRACE_PYTHON", "0"}};
+  RunResult run = RunProgram(options);
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  CollectedTrace trace = CollectTrace(run.trace_path);
+  ASSERT_TRUE(trace.status.ok()) << trace.status;
+  EXPECT_FALSE(trace.header.python_frames_enabled);
+  EXPECT_TRUE(trace.python_frames.empty());
+  for (const auto& [id, node] : trace.stack_nodes) EXPECT_FALSE(format::IsPythonFramePc(node.pc));
+  EXPECT_EQ(trace.trailer.python_stacks, 0u);
+  RemoveRunDir(run);
+}
+
+// A C program (no Python in the process) gets no marker frames and no notice.
+TEST(PythonStacksAbsent, NativeProgramHasNoPythonFrames) {
+  RunOptions options;
+  options.program = "direct";
+  RunResult run = RunProgram(options);
+  CollectedTrace trace = CollectTrace(run.trace_path);
+  ASSERT_TRUE(trace.status.ok()) << trace.status << run.Describe();
+  EXPECT_TRUE(trace.python_frames.empty());
+  EXPECT_TRUE(trace.notices.empty());
+  for (const auto& [id, node] : trace.stack_nodes) EXPECT_FALSE(format::IsPythonFramePc(node.pc));
+  RemoveRunDir(run);
+}
+
+}  // namespace
+}  // namespace cumemtrace::e2e
