@@ -305,7 +305,7 @@ def exit_row(table, label, inp, plain_step, traced_step, want=0):
 # Rows every traced run gets
 
 
-def health_rows(table, label, trace):
+def health_rows(table, label, trace, device=0):
     h = trace.health
     dropped = to_int(h.get("dropped_events"))
     slots = to_int(h.get("wrapper_slots_exhausted"))
@@ -325,24 +325,24 @@ def health_rows(table, label, trace):
               ["header python_frames_enabled: %s" % enabled,
                "events whose resolved stack has Python frames: %d of %d" % (with_py, len(trace.events))])
     dm = trace.summary.get("driver_memory") if isinstance(trace.summary, dict) else None
-    dev0 = [d for d in dm or [] if isinstance(d, dict) and to_int(d.get("device")) == 0]
-    if dev0:
-        d = dev0[0]
+    mine = [d for d in dm or [] if isinstance(d, dict) and to_int(d.get("device")) == device]
+    if mine:
+        d = mine[0]
         cell = ("samples %s, used %s..%s, traced at max %s, unexplained at max %s (min %s, max %s, last %s)" % (
             d.get("samples"), d.get("used_min"), d.get("used_max"), d.get("traced_at_max"),
             d.get("unexplained_at_max"), d.get("unexplained_min"), d.get("unexplained_max"),
             d.get("unexplained_last")))
     else:
-        cell = "no driver_memory entry for device 0" if dm is not None else "summary has no driver_memory"
-    table.add("%s: driver memory, device 0" % label, "-", cell, "reported", "INFO",
+        cell = ("no driver_memory entry for device %d" % device) if dm is not None else "summary has no driver_memory"
+    table.add("%s: driver memory, device %d" % (label, device), "-", cell, "reported", "INFO",
               ["driver_memory: %s" % json.dumps(dm)] if dm else None)
 
 
-def traced(table, label, inp, name):
+def traced(table, label, inp, name, device=0):
     """Loads trace NAME and adds its health rows; None (and a MISSING row) when it cannot be read."""
     trace = guarded(table, "%s: trace and reports" % label, load_trace, inp.dir, name)
     if trace is not None:
-        guarded(table, "%s: tool health" % label, health_rows, table, label, trace)
+        guarded(table, "%s: tool health" % label, health_rows, table, label, trace, device)
     return trace
 
 
@@ -828,10 +828,10 @@ def check_ddp(table, inp):
 def check_rank(table, inp, label, rank):
     truth = inp.json("ddp_truth.%d.json" % rank)
     name = "ddp_r%d" % rank
-    trace = traced(table, "%s: rank %d" % (label, rank), inp, name)
+    device = to_int(truth.get("device"), rank)
+    trace = traced(table, "%s: rank %d" % (label, rank), inp, name, device)
     if trace is None:
         return
-    device = to_int(truth.get("device"), rank)
     oracle = to_int(stats(truth).get("reserved_bytes.all.peak"))
     c10 = trace.replay(lambda e: is_c10_device(e) and e.device == device)
     table.add("%s: rank %d caching-allocator peak (device %d)" % (label, rank, device),
