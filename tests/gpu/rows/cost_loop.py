@@ -41,7 +41,7 @@ def loop(n, device):
 
 def main():
     path = rc.out_path("cost_loop_truth.json")
-    n = int(sys.argv[2]) if len(sys.argv) > 2 else 4000
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 10000
     if not torch.cuda.is_available():
         print("cost_loop: CUDA is not available", file=sys.stderr)
         return 3

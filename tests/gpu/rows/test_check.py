@@ -582,5 +582,35 @@ class CheckTest(unittest.TestCase):
         self.assertEqual(planted, [("leak_driver_buffer", 9437184, 0x7f0000000000)])
 
 
+@unittest.skipUnless(os.environ.get("CUMEM_ANALYZE"), "CUMEM_ANALYZE (the cumem-analyze to run) is not set")
+class RealAnalyzerTest(unittest.TestCase):
+    """check.py's reading of the real analyzer's JSON, on the H200 trace of validation run 1 (examples/): the
+    caching-allocator and pinned peaks it computes must be PyTorch's own figures from that run, recorded in
+    docs/validation.md (reserved_bytes.all.peak 547356672, host allocated_bytes.peak 83927044)."""
+
+    def test_run_1_figures_from_the_example_trace(self):
+        import subprocess
+        analyzer = os.environ["CUMEM_ANALYZE"]
+        pb = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(check.HERE))), "examples",
+                          "torch_train_pinned_h200.pb")
+        work = tempfile.mkdtemp(prefix="rows-real-")
+        try:
+            usage = subprocess.run([analyzer, "--help"], capture_output=True, text=True).stdout
+            group = ["--group-by", "stack"] if "--group-by" in usage else []
+            for what, extra in (("summary", group + ["--top", "100000"]), ("events", [])):
+                with open(os.path.join(work, "tt_%s.json" % what), "w") as f:
+                    subprocess.run([analyzer, what, pb, "--json"] + extra, stdout=f, check=True)
+            trace = check.load_trace(work, "tt")
+            self.assertEqual(trace.replay(check.is_c10_device)["peak"], 547356672)
+            torch_pinned = trace.replay(lambda e: e.kind == "pinned_host" and check.has_module(
+                e.stack, check.compare.TORCH_CUDA))
+            self.assertEqual(torch_pinned["peak"], 83927044)
+            table = check.Table()
+            check.health_rows(table, "example", trace)
+            self.assertEqual(table.rows[0][4], "PASS")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
 if __name__ == "__main__":
     unittest.main()
