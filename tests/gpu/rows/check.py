@@ -167,18 +167,19 @@ class Trace(gpu_common.BaseTrace):
         return at_t0, max(at_t0, peak), current
 
 
+# The reports of a trace NAME that can name stacks: NAME_<suffix>.json. A fixed list, never a pattern: one trace's
+# name may be the start of another's (dataloader, dataloader_fork), and stack ids of another trace mean other stacks.
+REPORT_SUFFIXES = ("summary", "oom_user", "leaks_user", "pinned_user")
+
+
 def load_trace(directory, name):
-    """The trace NAME: its events, with stacks from every other NAME_*.json report, and its summary."""
+    """The trace NAME: its events, with stacks from its reports (REPORT_SUFFIXES), and its summary."""
     events = load_json(directory, "%s_events.json" % name)
     reports = []
     summary = {}
-    for path in sorted(glob.glob(os.path.join(directory, "%s_*.json" % glob.escape(name)))):
-        base = os.path.basename(path)
-        suffix = base[len(name) + 1:-len(".json")]
-        if suffix == "events" or "truth" in suffix or not re.match(r"^[a-z_]+$", suffix):
-            continue
+    for suffix in REPORT_SUFFIXES:
         try:
-            doc = load_json(directory, base)
+            doc = load_json(directory, "%s_%s.json" % (name, suffix))
         except Missing:
             continue
         reports.append(doc)
@@ -883,7 +884,9 @@ def check_cupti_one(table, inp, name, label):
     lines = [ln for ln in out.splitlines() if "cumemtrace: CUPTI" in ln or "CUPTI" in ln][:10]
     enabled = field(trace.summary, "cupti_enabled")
     table.add("%s: header cupti_enabled" % label, "true (CUMEMTRACE_CUPTI=1)", enabled, "==",
-              verdict(enabled is True), ["CUPTI lines in the output: %s" % lines])
+              verdict(enabled is True), ["CUPTI lines in the output: %s" % lines] + (
+                  ["the summary JSON has no cupti_enabled (looked in health, process, header, trailer, top level)"]
+                  if enabled is None else []))
     n = to_int(field(trace.summary, "cupti_only_events"))
     only = [e for e in trace.raw_events if isinstance(e, dict) and e.get("cupti_only")]
     apis = collections.Counter(str(e.get("api")) for e in only)

@@ -531,6 +531,14 @@ class CheckTest(unittest.TestCase):
         self.assertEqual(self.status(table, "6 follow-fork: checksum"), "FAIL")
         self.assertEqual(self.status(table, "7b pinned spike: checksum"), "PASS")
 
+    def test_stacks_of_another_trace_are_not_used(self):
+        # dataloader_fork's reports name stack 5 too, with other frames: dataloader's own pinned blocks must still
+        # be PyTorch's (the trace name dataloader is a prefix of dataloader_fork).
+        other = [nat("cudaHostAlloc", "/venv/libcudart.so.13"), nat("main", "/usr/bin/python3")]
+        self.fx.write("dataloader_fork_summary.json", summary(52, {5: other}))
+        table, _ = rows(self.dir, ["dataloader"])
+        self.assertEqual(self.status(table, "7b pinned spike: CachingHostAllocator pinned peak"), "PASS")
+
     def test_spike_without_python_frames_fails(self):
         def strip(d):
             d["pinned_spikes"][0]["stack"] = d["pinned_spikes"][0]["stack"][:2]
