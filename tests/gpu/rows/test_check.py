@@ -581,6 +581,18 @@ class CheckTest(unittest.TestCase):
         self.assertEqual(self.status(table, "3b leaky (cudart shared): leaks from leak_*"), "FAIL")
         self.assertEqual(self.status(table, "3b leaky (cudart shared): properly_freed"), "PASS")
 
+    def test_marker_lines_name_the_story_lines(self):
+        import rows_common
+        here = os.path.dirname(os.path.abspath(__file__))
+        for script, tag, code in (("story_oom.py", "validation-output", "outputs.append(model(val_x))"),
+                                  ("story_oom.py", "train-forward", "loss = model(x)"),
+                                  ("story_leak.py", "leak-forward", "loss = model("),
+                                  ("story_leak.py", "leak-append", "losses.append(loss)")):
+            path = os.path.join(here, script)
+            line = rows_common.marker_lines(path)[tag]
+            with open(path) as f:
+                self.assertIn(code, f.read().splitlines()[line - 1], (script, tag, line))
+
     def test_ledger_parser(self):
         allocs, frees, planted = check.parse_ledger(
             "LEDGER alloc cuMemCreate vmm_physical 0 2097152 0x1\nnoise\nLEDGER free cuMemRelease 0x1\n"
