@@ -168,8 +168,11 @@ RunResult RunProgram(const RunOptions& options) {
   std::vector<char*> envp;
   for (std::string& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::string path = ProgramPath(options.program);
-  char* argv[] = {path.data(), nullptr};
+  std::string path = options.program_path.empty() ? ProgramPath(options.program) : options.program_path;
+  std::vector<std::string> arg_strings = options.args;
+  std::vector<char*> argv = {path.data()};
+  for (std::string& arg : arg_strings) argv.push_back(arg.data());
+  argv.push_back(nullptr);
   const std::string out_path = run.dir + "/stdout.txt";
   const std::string err_path = run.dir + "/stderr.txt";
 
@@ -182,7 +185,7 @@ RunResult RunProgram(const RunOptions& options) {
     const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (out < 0 || err < 0 || chdir(run.dir.c_str()) != 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(126);
-    execve(argv[0], argv, envp.data());
+    execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
   run.pid = pid;

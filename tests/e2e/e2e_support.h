@@ -33,6 +33,8 @@ struct RunOptions {
   // wait kill_delay_ms more and end it with SIGKILL.
   std::string kill_after_file;
   int kill_delay_ms = 0;
+  std::string program_path;       // when set: the file to run (argv[0]) instead of ProgramPath(program)
+  std::vector<std::string> args;  // argv[1...]
 };
 
 struct RunResult {
