@@ -266,6 +266,27 @@ TEST(E2eLines, PreloadWritesFileAndLineOfTheProgramsOwnFrames) {
   RemoveRunDir(run);
 }
 
+// libdw is only ever dlopen'ed: the preload's DT_NEEDED entries stay libc's, libunwind's (and never libstdc++).
+TEST(E2eLines, PreloadNeedsNeitherLibdwNorLibstdcxx) {
+  std::FILE* pipe = popen(("readelf -d '" + std::string(E2E_PRELOAD) + "' 2>/dev/null").c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), pipe)) > 0;) text.append(buf, n);
+  if (pclose(pipe) != 0 || text.empty()) GTEST_SKIP() << "readelf is not available";
+  std::vector<std::string> needed;
+  static const std::regex kNeeded(R"re(\(NEEDED\)\s+Shared library: \[([^\]]+)\])re");
+  for (std::sregex_iterator it(text.begin(), text.end(), kNeeded), end; it != end; ++it) {
+    needed.push_back((*it)[1].str());
+  }
+  ASSERT_FALSE(needed.empty()) << text;
+  for (const std::string& library : needed) {
+    EXPECT_TRUE(library == "libc.so.6" || library == "libunwind.so.8" || library == "libdl.so.2" ||
+                library == "libpthread.so.0")
+        << "unexpected DT_NEEDED " << library;
+  }
+}
+
 TEST(E2eLines, LinesOffWritesNamesOnlyAndSaysNothing) {
   const RunResult run = RunLines({{"CUMEMTRACE_LINES", "0"}});
   const Code code = ReadCode(run.trace_path);
