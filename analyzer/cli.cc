@@ -14,6 +14,8 @@
 #include "analyzer/render/text_reports.h"
 #include "analyzer/reports/events_report.h"
 #include "analyzer/reports/summary_report.h"
+#include "analyzer/tools/redact_command.h"
+#include "analyzer/tools/symbolize_command.h"
 
 #ifndef CUMEMTRACE_VERSION
 #define CUMEMTRACE_VERSION "unknown"
@@ -85,6 +87,18 @@ int RunEvents(const CommandLine& cl, std::FILE* out, std::FILE* err) {
   return kExitOk;
 }
 
+// symbolize and redact: they write a new trace and say what they did.
+int RunTool(const CommandLine& cl, std::FILE* out, std::FILE* err) {
+  absl::StatusOr<std::string> report =
+      cl.command == Command::kSymbolize
+          ? Symbolize(SymbolizeOptions{cl.trace, cl.output, cl.debug_dirs})
+          : Redact(RedactOptions{cl.trace, cl.output});
+  if (!report.ok()) return Fail(report.status(), err);
+  Write(*report, out);
+  std::fflush(out);
+  return kExitOk;
+}
+
 std::string Render(const CommandLine& cl, const Analysis& a) {
   FrameResolver resolver(a.stacks, a.symbols);
   const ReportOptions options = ReportOptionsFor(cl);
@@ -144,6 +158,7 @@ int RunCli(const std::vector<std::string>& args, std::FILE* out, std::FILE* err)
     return kExitOk;
   }
   if (cl.command == Command::kEvents) return RunEvents(cl, out, err);
+  if (cl.command == Command::kSymbolize || cl.command == Command::kRedact) return RunTool(cl, out, err);
 
   absl::StatusOr<std::unique_ptr<Analysis>> analysis = Analyze(cl.trace, OptionsFor(cl));
   if (!analysis.ok()) return Fail(analysis.status(), err);

@@ -16,6 +16,7 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"summary", Command::kSummary}, {"peak", Command::kPeak}, {"leaks", Command::kLeaks},
     {"pinned", Command::kPinned},   {"oom", Command::kOom},   {"events", Command::kEvents},
+    {"symbolize", Command::kSymbolize}, {"redact", Command::kRedact},
 };
 
 absl::Status ParseCount(absl::string_view flag, absl::string_view value, size_t max, size_t* out) {
@@ -65,6 +66,19 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
       name = name.substr(0, eq);
       has_value = true;
     }
+    if (name == "-o" || name == "--output" || name == "--debug-dir") {
+      if (!has_value) {
+        if (i + 1 >= args.size()) return absl::InvalidArgumentError(absl::StrCat(name, " needs a path"));
+        value = args[++i];
+      }
+      if (value.empty()) return absl::InvalidArgumentError(absl::StrCat(name, " needs a path"));
+      if (name == "--debug-dir") {
+        cl.debug_dirs.emplace_back(value);
+      } else {
+        cl.output = std::string(value);
+      }
+      continue;
+    }
     if (name == "--top" || name == "--frames") {
       if (!has_value) {
         if (i + 1 >= args.size()) return absl::InvalidArgumentError(absl::StrCat(name, " needs a number"));
@@ -98,7 +112,8 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
   if (positional.size() > next + 1) {
     if (next == 0) {
       return absl::InvalidArgumentError(absl::StrCat("unknown subcommand '", positional[0],
-                                                     "' (one of: summary, peak, leaks, pinned, oom, events)"));
+                                                     "' (one of: summary, peak, leaks, pinned, oom, events, "
+                                                     "symbolize, redact)"));
     }
     return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", positional[next + 1], "'"));
   }
@@ -107,11 +122,23 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
     return absl::InvalidArgumentError(absl::StrCat("missing the trace file after '", positional[0], "'"));
   }
   cl.trace = positional[next];
+  const bool writes_trace = cl.command == Command::kSymbolize || cl.command == Command::kRedact;
+  if (!cl.output.empty() && !writes_trace) {
+    return absl::InvalidArgumentError("-o is for symbolize and redact (reports go to stdout)");
+  }
+  if (!cl.debug_dirs.empty() && cl.command != Command::kSymbolize) {
+    return absl::InvalidArgumentError("--debug-dir is for symbolize");
+  }
+  if (cl.command == Command::kRedact && cl.output.empty()) {
+    return absl::InvalidArgumentError("redact needs -o OUT.pb");
+  }
   return cl;
 }
 
 std::string UsageText() {
   return R"(usage: cumem-analyze [subcommand] TRACE.pb [--json] [--top N] [--frames N]
+       cumem-analyze symbolize TRACE.pb [-o OUT.pb] [--debug-dir DIR]...
+       cumem-analyze redact TRACE.pb -o OUT.pb
 
 Reads a cumemtrace trace and says what held CUDA memory, when, and who allocated it.
 
@@ -123,11 +150,19 @@ subcommands:
   pinned    pinned host memory over time: peak, the windows where it rose most, and who caused them
   oom       every failed allocation: request, driver error, free memory, what was live then, who asked
   events    every event in sequence order (for debugging)
+  symbolize writes a copy with names, files and lines from the binaries for pcs that lack them (a process
+            that died before writing its symbols); modules are found by path when the build id matches, else
+            as DIR/.build-id/xx/rest.debug or DIR/<file name> of each --debug-dir; default OUT: TRACE with
+            .symbolized.pb
+  redact    writes a copy to share: no host name, argv reduced to the program and its arguments, paths outside
+            the program's own directory reduced to their name (or what follows site-packages/)
 
 options:
   --json       one JSON object on stdout (docs/json.md describes it, schema_version 1)
   --top N      stack groups and entries per list (default 10)
   --frames N   frames per stack (default: a few in text, all in JSON)
+  -o OUT.pb    symbolize, redact: the new trace (never replaces an existing file)
+  --debug-dir DIR  symbolize: a folder of binaries or debug files (repeatable)
   --help       this text
   --version    the version, and the trace format versions it reads
 

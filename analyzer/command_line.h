@@ -1,4 +1,5 @@
-// Parses cumem-analyze's command line: `cumem-analyze [subcommand] trace.pb [--json] [--top N] [--frames N]`.
+// Parses cumem-analyze's command line: `cumem-analyze [subcommand] trace.pb [--json] [--top N] [--frames N]`, and
+// the tools that write a new trace: `symbolize IN.pb [-o OUT.pb] [--debug-dir DIR]...`, `redact IN.pb -o OUT.pb`.
 // Pure: it reads no file and prints nothing, so that usage errors are testable and say exactly what is wrong.
 #ifndef CUMEMTRACE_ANALYZER_COMMAND_LINE_H_
 #define CUMEMTRACE_ANALYZER_COMMAND_LINE_H_
@@ -12,7 +13,7 @@
 
 namespace cumemtrace::analyzer {
 
-enum class Command { kSummary, kPeak, kLeaks, kPinned, kOom, kEvents, kHelp, kVersion };
+enum class Command { kSummary, kPeak, kLeaks, kPinned, kOom, kEvents, kSymbolize, kRedact, kHelp, kVersion };
 
 struct CommandLine {
   Command command = Command::kSummary;
@@ -22,6 +23,8 @@ struct CommandLine {
   size_t top = 10;
   bool top_given = false;
   std::optional<size_t> frames;
+  std::string output;                   // symbolize, redact: -o OUT.pb
+  std::vector<std::string> debug_dirs;  // symbolize: --debug-dir DIR, in order
 };
 
 inline constexpr size_t kMaxTop = 1000000;

@@ -1,5 +1,8 @@
 // Names for every pc in the trace's stack table, written at a clean end (Strings + Symbols packets) so the trace
-// reads on a machine without the binaries. Runs once, at exit, never on the event path.
+// reads on a machine without the binaries; with file and line from debug info (debug_lines.h) where a module has
+// it, unless CUMEMTRACE_LINES=0. The debug-info pass is bounded (5 s in all, 2 s per module, debug files up to
+// 2 GiB); when it found lines, a Notice SYMBOLS_FROM_DEBUG_INFO says how many and where it stopped. Runs once, at
+// exit, never on the event path.
 #ifndef CUMEMTRACE_PRELOAD_SYMBOLIZE_H_
 #define CUMEMTRACE_PRELOAD_SYMBOLIZE_H_
 

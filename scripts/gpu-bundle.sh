@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds cumemtrace here for a machine that has a GPU but no package registry (the validation machine): the
-# preload gets libunwind.so.8 beside it, the analyzer gets its shared libraries (protobuf, Abseil, libstdc++) in
+# preload gets libunwind.so.8 beside it, and libdw.so.1 + libelf.so.1 (which it dlopens at exit for file:line), the analyzer gets its shared libraries (protobuf, Abseil, libstdc++) in
 # build/analyzer/lib, found through its RUNPATH $ORIGIN/lib. The glibc of that machine must be at least this one's.
 # Usage: scripts/gpu-bundle.sh [build-dir [bundle-dir]]
 # The bundle (default gpu-build/, git-ignored) holds only what runs there, small enough to carry:
-#   preload/libcumemtrace.so, preload/libunwind.so.8, analyzer/cumem-analyze, analyzer/lib/*.so
+#   preload/libcumemtrace.so, preload/libunwind.so.8, preload/libdw.so.1, preload/libelf.so.1,
+#   analyzer/cumem-analyze, analyzer/lib/*.so
 # Then on that machine: BUILD=gpu-build bash scripts/gpu-check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,10 @@ cmake --build "$build_dir" --target cumemtrace cumem-analyze
 rm -rf "$bundle"
 mkdir -p "$bundle/preload" "$bundle/analyzer/lib"
 cp "$build_dir/preload/libcumemtrace.so" "$build_dir/preload/libunwind.so.8" "$bundle/preload/"
+# Found through the preload's RUNPATH $ORIGIN when it dlopens them (libelf first, so libdw's need is met by it).
+for lib in libdw.so.1 libelf.so.1; do
+  cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')" "$bundle/preload/$lib"
+done
 cp "$build_dir/analyzer/cumem-analyze" "$bundle/analyzer/"
 lib_dir=$bundle/analyzer/lib
 # Everything the analyzer links except the C library itself, which must be the machine's own.

@@ -171,10 +171,10 @@ RunResult RunProgram(const RunOptions& options) {
   std::vector<char*> envp;
   for (std::string& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::string path = options.executable.empty() ? ProgramPath(options.program) : options.executable;
+  std::string path = options.program_path.empty() ? ProgramPath(options.program) : options.program_path;
   std::vector<std::string> arg_strings = options.args;
   std::vector<char*> argv = {path.data()};
-  for (std::string& a : arg_strings) argv.push_back(a.data());
+  for (std::string& arg : arg_strings) argv.push_back(arg.data());
   argv.push_back(nullptr);
   const std::string out_path = run.dir + "/stdout.txt";
   const std::string err_path = run.dir + "/stderr.txt";

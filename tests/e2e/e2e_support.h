@@ -26,8 +26,6 @@ inline constexpr uint64_t kFakeFailAbove = 128ull << 20;  // FAKE_CUDA_FAIL_ABOV
 
 struct RunOptions {
   std::string program;  // e.g. "direct": the binary e2e_direct
-  std::string executable;         // when set, run this file instead of the program (e.g. python3)
-  std::vector<std::string> args;  // arguments after argv[0]
   bool preload = true;  // LD_PRELOAD=libcumemtrace.so
   std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing) the default environment
   int timeout_s = 120;
@@ -35,6 +33,8 @@ struct RunOptions {
   // wait kill_delay_ms more and end it with SIGKILL.
   std::string kill_after_file;
   int kill_delay_ms = 0;
+  std::string program_path;       // when set: the file to run (argv[0]) instead of ProgramPath(program)
+  std::vector<std::string> args;  // argv[1...]
 };
 
 struct RunResult {

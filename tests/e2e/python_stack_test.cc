@@ -73,7 +73,7 @@ class PythonStacks : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     RunOptions options;
-    options.executable = "/usr/bin/python3";
+    options.program_path = "/usr/bin/python3";
     options.args = {kScript, E2E_PROGRAM_DIR};
     run_ = new RunResult(RunProgram(options));
     trace_ = new CollectedTrace(CollectTrace(run_->trace_path));
@@ -179,7 +179,7 @@ TEST_F(PythonStacks, ThreadWithoutPythonSaysSo) {
 
 TEST(PythonStacksOff, EnvironmentTurnsThemOff) {
   RunOptions options;
-  options.executable = "/usr/bin/python3";
+  options.program_path = "/usr/bin/python3";
   options.args = {kScript, E2E_PROGRAM_DIR};
   options.env = {{"CUMEMTRACE_PYTHON", "0"}};
   RunResult run = RunProgram(options);

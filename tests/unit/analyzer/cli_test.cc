@@ -69,8 +69,8 @@ TEST_F(Cli, UsageErrorsExit2WithOneLine) {
   r = Tool({"frobnicate", path()});
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err,
-            "cumem-analyze: unknown subcommand 'frobnicate' (one of: summary, peak, leaks, pinned, oom, events) (see "
-            "cumem-analyze --help)\n");
+            "cumem-analyze: unknown subcommand 'frobnicate' (one of: summary, peak, leaks, pinned, oom, events, "
+            "symbolize, redact) (see cumem-analyze --help)\n");
 }
 
 TEST_F(Cli, HelpAndVersion) {
