@@ -130,6 +130,8 @@ class Collector : public analyzer::TraceVisitor {
   void OnModule(const analyzer::ModuleInfo& module) override { trace_->modules.push_back(module); }
   void OnStackNode(const analyzer::StackNode& node) override { trace_->stack_nodes[node.id] = node; }
   void OnEvent(const Event& event) override { trace_->events.push_back(event); }
+  void OnMemorySample(const analyzer::MemorySample& sample) override { trace_->samples.push_back(sample); }
+  void OnNotice(const analyzer::NoticeInfo& notice) override { trace_->notices.push_back(notice); }
   void OnTrailer(const analyzer::TrailerInfo& trailer) override {
     trace_->has_trailer = true;
     trace_->trailer = trailer;

@@ -96,6 +96,8 @@ struct CollectedTrace {
   std::vector<analyzer::ModuleInfo> modules;
   std::map<uint64_t, analyzer::StackNode> stack_nodes;
   std::vector<analyzer::Event> events;
+  std::vector<analyzer::MemorySample> samples;
+  std::vector<analyzer::NoticeInfo> notices;
   bool has_trailer = false;
   analyzer::TrailerInfo trailer;
 
