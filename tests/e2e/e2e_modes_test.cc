@@ -5,6 +5,9 @@
 // The oracle is the fake driver's ledger, as in e2e_test.cc: which process made which call, and (for samples) the
 // fake's own accounting of device memory, replayed from the ledger (device, managed and pool allocations take
 // their size rounded up to 512 bytes, cuMemCreate handles their size, against FAKE_CUDA_TOTAL_BYTES).
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -398,6 +401,50 @@ TEST_F(ModesTest, CuptiIsNeverLoadedUnlessAsked) {
   EXPECT_TRUE(trace.notices.empty());
   EXPECT_EQ(MultisetDifference(LedgerKeys(Without(ledger, InternalEntries(ledger)), true), EventKeys(trace, true)),
             "");
+}
+
+// ---- The launcher ----
+
+// scripts/cumemtrace's flags set the documented variables, and the program it starts is the root process even when
+// the launcher itself runs under a traced process (an inherited CUMEMTRACE_ROOT_PID is dropped).
+TEST(Launcher, FlagsSetTheEnvironmentAndTheProgramIsTheRoot) {
+  const std::string command = std::string("CUMEMTRACE_ROOT_PID=1 CUMEMTRACE_LIB=") + E2E_PRELOAD + " " +
+                              E2E_LAUNCHER + " --follow-fork --follow-exec --cupti --no-python --sample-ms 7 " +
+                              "-o 'x.%r.pb' -- /bin/sh -c 'echo pid=$$; env'";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::map<std::string, std::string> env;
+  char line[8192];
+  while (fgets(line, sizeof(line), pipe) != nullptr) {
+    std::string text(line);
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    const size_t eq = text.find('=');
+    if (eq != std::string::npos) env[text.substr(0, eq)] = text.substr(eq + 1);
+  }
+  ASSERT_EQ(pclose(pipe), 0);
+  EXPECT_EQ(env["CUMEMTRACE_FOLLOW_FORK"], "1");
+  EXPECT_EQ(env["CUMEMTRACE_FOLLOW_EXEC"], "1");
+  EXPECT_EQ(env["CUMEMTRACE_CUPTI"], "1");
+  EXPECT_EQ(env["CUMEMTRACE_PYTHON"], "0");
+  EXPECT_EQ(env["CUMEMTRACE_SAMPLE_MS"], "7");
+  EXPECT_EQ(env["CUMEMTRACE_OUTPUT"], "x.%r.pb");
+  EXPECT_EQ(env["LD_PRELOAD"].rfind(std::filesystem::canonical(E2E_PRELOAD).string(), 0), 0u) << env["LD_PRELOAD"];
+  // The shell loaded the preload first, so it recorded its own pid as the root.
+  EXPECT_EQ(env["CUMEMTRACE_ROOT_PID"], env["pid"]);
+}
+
+TEST(Launcher, UnknownFlagIsOneLineAndExitCode2) {
+  const std::string command = std::string("CUMEMTRACE_LIB=") + E2E_PRELOAD + " " + E2E_LAUNCHER +
+                              " --no-such-flag -- /bin/true 2>&1 >/dev/null | head -1";
+  FILE* pipe = popen((std::string("sh -c '") + command + "; exit ${PIPESTATUS:-0}'").c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char line[1024] = "";
+  ASSERT_NE(fgets(line, sizeof(line), pipe), nullptr);
+  pclose(pipe);
+  EXPECT_EQ(std::string(line).rfind("cumemtrace: unknown option --no-such-flag", 0), 0u) << line;
+  const int status = system((std::string("CUMEMTRACE_LIB=") + E2E_PRELOAD + " " + E2E_LAUNCHER +
+                             " --no-such-flag -- /bin/true >/dev/null 2>&1").c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;
 }
 
 // ---- What the program sees, in every mode ----
