@@ -389,6 +389,23 @@ TEST_F(ModesTest, CuptiBusyStepsAsideWithOneLineAndANotice) {
   EXPECT_EQ(trace.trailer.cupti_only_events, 0u);
 }
 
+// The program already has a libcupti (libcupti.so.12, from a folder the loader does not search) and subscribed to
+// it: cumemtrace uses that library, finds it taken and steps aside. Had it loaded libcupti.so.13 by name (the fake
+// on LD_LIBRARY_PATH), that copy's subscription would have succeeded.
+TEST_F(ModesTest, CuptiUsesTheLibraryTheProcessAlreadyHas) {
+  const std::string own = std::string(E2E_FAKE_CUDA_DIR) + "/cupti12/libcupti.so.12";
+  ASSERT_TRUE(std::filesystem::exists(own));
+  const RunResult run = Run("cupti", {{"CUMEMTRACE_CUPTI", "1"}, {"E2E_OWN_CUPTI", own}});
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  const CollectedTrace trace = Trace(run, run.trace_path);
+  EXPECT_FALSE(trace.header.cupti_enabled);
+  EXPECT_EQ(CountNotices(trace, NoticeCode::kCuptiUnavailable), 1);
+  EXPECT_EQ(StderrLines(run, "cumemtrace: CUPTI").size(), 1u) << run.Describe();
+  const std::vector<LedgerEntry> ledger = EntriesOfPid(LedgerOf(run), run.pid);
+  EXPECT_EQ(MultisetDifference(LedgerKeys(Without(ledger, InternalEntries(ledger)), true), EventKeys(trace, true)),
+            "");
+}
+
 // Off by default: libcupti is never loaded and only interposition's events are in the trace.
 TEST_F(ModesTest, CuptiIsNeverLoadedUnlessAsked) {
   const std::string marker = "cupti-loaded";

@@ -4,6 +4,13 @@
 // driver through a private export table). The internal allocations have a size nothing else uses
 // (kInternalBytes), so the tests can tell them apart in the ledger. Under CUMEMTRACE_CUPTI=1 each call must be
 // recorded exactly once, the internal ones marked cupti_only.
+//
+// With E2E_OWN_CUPTI=<path of a libcupti.so*>, the program first loads that library itself and subscribes, as
+// torch.profiler would: cumemtrace must then use that very library (and find it taken), not load another copy.
+#include <cupti.h>
+#include <dlfcn.h>
+#include <stdlib.h>
+
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -16,9 +23,24 @@ namespace e2e = cumemtrace::e2e;
 
 constexpr size_t kInternalBytes = 3 * e2e::kMiB + 7 * 512;  // the tests use the same value
 
+void CUPTIAPI IgnoreCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+// Loads the library at `path` and subscribes to it, as a profiler in the program would.
+void SubscribeFirst(const char* path) {
+  void* cupti = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  E2E_CHECK(cupti != nullptr);
+  using SubscribeFn = CUptiResult (*)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*);
+  auto subscribe = reinterpret_cast<SubscribeFn>(dlsym(cupti, "cuptiSubscribe"));
+  E2E_CHECK(subscribe != nullptr);
+  CUpti_SubscriberHandle handle = nullptr;
+  E2E_CHECK_RESULT(subscribe(&handle, IgnoreCallback, nullptr), CUPTI_SUCCESS);
+}
+
 }  // namespace
 
 int main() {
+  const char* own_cupti = getenv("E2E_OWN_CUPTI");
+  if (own_cupti != nullptr) SubscribeFirst(own_cupti);
   E2E_CHECK_CU(cuInit(0));
   CUdeviceptr a = 0;
   E2E_CHECK_CU(cuMemAlloc(&a, 1 * e2e::kMiB));
