@@ -297,6 +297,35 @@ TEST_F(ModesTest, MemorySamplesMatchTheDriversAccounting) {
   }
 }
 
+// Allocations every ~10 ms for ~400 ms with CUMEMTRACE_SAMPLE_MS=50: samples at most every 50 ms, so several but
+// far fewer than the allocations, each with the driver's exact free memory at its event.
+TEST_F(ModesTest, SamplesAreAtMostOneIntervalApart) {
+  const RunResult run = Run("paced", {{"CUMEMTRACE_SAMPLE_MS", "50"}});
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  const std::vector<LedgerEntry> ledger = EntriesOfPid(LedgerOf(run), run.pid);
+  const CollectedTrace trace = Trace(run, run.trace_path);
+  ASSERT_EQ(EventKeys(trace, false), LedgerKeys(ledger, false));
+  const uint64_t allocations = std::count_if(ledger.begin(), ledger.end(), [](const LedgerEntry& e) {
+    return e.op == "alloc";
+  });
+  ASSERT_EQ(allocations, 40u);
+  EXPECT_GE(trace.samples.size(), 3u);
+  EXPECT_LE(trace.samples.size(), 12u);  // ~400 ms / 50 ms, with room for a slow machine's stretched run
+  std::map<uint64_t, size_t> index_of_seq;
+  for (size_t i = 0; i < trace.events.size(); ++i) index_of_seq[trace.events[i].seq] = i;
+  for (size_t i = 0; i < trace.samples.size(); ++i) {
+    const analyzer::MemorySample& sample = trace.samples[i];
+    EXPECT_EQ(sample.device, 0);
+    if (i > 0) {
+      EXPECT_GE(sample.time_ns - trace.samples[i - 1].time_ns, 50'000'000) << "sample " << i;
+    }
+    ASSERT_EQ(index_of_seq.count(sample.after_seq), 1u);
+    DeviceMemoryReplay replay;
+    for (size_t j = 0; j <= index_of_seq[sample.after_seq]; ++j) replay.Apply(ledger[j]);
+    EXPECT_EQ(sample.free_bytes, kFakeTotalBytes - replay.Used(0)) << "sample " << i;
+  }
+}
+
 TEST_F(ModesTest, SampleMsZeroTurnsSamplesOff) {
   const RunResult run = Run("direct", {{"CUMEMTRACE_SAMPLE_MS", "0"}});
   ASSERT_EQ(run.exit_code, 0) << run.Describe();
