@@ -183,22 +183,6 @@ bool Describe(CUpti_CallbackId cbid, const void* params, CUresult result, CallRe
   return true;
 }
 
-bool IsFree(CUpti_CallbackId cbid) {
-  switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemRelease:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // True when interposition is not inside this call on this thread: no hooked driver call in progress, no runtime
 // call whose label will produce the event, and not cumemtrace's own call.
 bool InterpositionMissedIt() {
@@ -209,20 +193,25 @@ bool InterpositionMissedIt() {
 void CUPTIAPI OnCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* cbdata) {
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbdata == nullptr || !InterpositionMissedIt()) return;
   const auto* data = static_cast<const CUpti_CallbackData*>(cbdata);
-  if (data->callbackSite == CUPTI_API_ENTER) {
+  if (data->functionParams == nullptr) return;
+  bool exit = data->callbackSite == CUPTI_API_EXIT;
+  // At enter nothing has been returned yet: a result other than success keeps Describe off the output pointers.
+  CUresult result = !exit                                ? CUDA_ERROR_NOT_READY
+                    : data->functionReturnValue != nullptr ? *static_cast<const CUresult*>(data->functionReturnValue)
+                                                           : CUDA_SUCCESS;
+  CallRecord r;
+  if (!Describe(cbid, data->functionParams, result, &r)) return;
+  const format::ApiInfo* info = format::FindApi(static_cast<uint32_t>(r.api));
+  bool is_free = info != nullptr && info->op == Op::kFree;
+  if (!exit) {
     // Frees take their number before the real free, so that a reuse on another thread orders after it.
-    if (IsFree(cbid)) t_free_seq = Tracing() ? TakeSequence() : 0;
+    if (is_free) t_free_seq = Tracing() ? TakeSequence() : 0;
     return;
   }
-  if (data->callbackSite != CUPTI_API_EXIT || data->functionParams == nullptr) return;
   uint64_t free_seq = t_free_seq;
   t_free_seq = 0;
   if (!Tracing()) return;
-  CUresult result =
-      data->functionReturnValue != nullptr ? *static_cast<const CUresult*>(data->functionReturnValue) : CUDA_SUCCESS;
-  CallRecord r;
-  if (!Describe(cbid, data->functionParams, result, &r)) return;
-  if (IsFree(cbid)) {
+  if (is_free) {
     if (r.address == 0) return;  // a null free does nothing; the hooks do not record it either
     r.seq = free_seq != 0 ? free_seq : TakeSequence();
   }
