@@ -37,9 +37,51 @@ bool AppendText(const char* text, char* out, size_t out_size, size_t* used) {
   return true;
 }
 
+void CopyText(const char* text, char* out, size_t out_size) {
+  size_t n = strlen(text);
+  if (n >= out_size) n = out_size - 1;
+  memcpy(out, text, n);
+  out[n] = '\0';
+}
+
+// True if `pattern` has a %p (not the literal "%%p").
+bool HasPidSequence(const char* pattern) {
+  for (const char* p = pattern; *p != '\0'; ++p) {
+    if (*p != '%') continue;
+    ++p;
+    if (*p == 'p') return true;
+    if (*p == '\0') return false;
+  }
+  return false;
+}
+
 }  // namespace
 
-bool ExpandOutputPattern(const char* pattern, int pid, const char* host, char* out, size_t out_size) {
+int ParseRankNumber(const char* text) {
+  if (text == nullptr || *text < '0' || *text > '9') return -1;
+  char* end = nullptr;
+  long value = strtol(text, &end, 10);
+  if (*end != '\0' || value < 0 || value > 0x7fffffff) return -1;
+  return static_cast<int>(value);
+}
+
+void RankText(const char* rank, const char* local_rank, int pid, char* out, size_t out_size) {
+  int value = ParseRankNumber(rank);
+  if (value < 0) value = ParseRankNumber(local_rank);
+  if (value >= 0) {
+    FormatDecimal(value, out, out_size);
+    return;
+  }
+  char digits[24];
+  FormatDecimal(pid, digits, sizeof(digits));
+  size_t used = 0;
+  out[0] = '\0';
+  if (AppendText("pid", out, out_size, &used) && AppendText(digits, out, out_size, &used)) out[used] = '\0';
+  else out[0] = '\0';
+}
+
+bool ExpandOutputPattern(const char* pattern, int pid, const char* host, const char* rank, char* out,
+                         size_t out_size) {
   size_t used = 0;
   for (const char* p = pattern; *p != '\0'; ++p) {
     char piece[32];
@@ -55,6 +97,8 @@ bool ExpandOutputPattern(const char* pattern, int pid, const char* host, char* o
       if (!AppendText(piece, out, out_size, &used)) return false;
     } else if (*p == 'h') {
       if (!AppendText(host, out, out_size, &used)) return false;
+    } else if (*p == 'r') {
+      if (!AppendText(rank, out, out_size, &used)) return false;
     } else if (*p == '%') {
       if (!AppendText("%", out, out_size, &used)) return false;
     } else {
@@ -65,24 +109,52 @@ bool ExpandOutputPattern(const char* pattern, int pid, const char* host, char* o
   return true;
 }
 
+bool ForkedChildOutputPath(const char* pattern, int pid, const char* host, const char* rank, char* out,
+                           size_t out_size) {
+  if (!ExpandOutputPattern(pattern, pid, host, rank, out, out_size)) return false;
+  if (HasPidSequence(pattern)) return true;
+  char suffix[24] = ".";
+  FormatDecimal(pid, suffix + 1, sizeof(suffix) - 1);
+  size_t length = strlen(out);
+  size_t insert_at = length >= 3 && strcmp(out + length - 3, ".pb") == 0 ? length - 3 : length;
+  size_t extra = strlen(suffix);
+  if (length + extra >= out_size) return false;
+  memmove(out + insert_at + extra, out + insert_at, length - insert_at + 1);
+  memcpy(out + insert_at, suffix, extra);
+  return true;
+}
+
 void ReadConfig(Config* config) {
   *config = Config{};
   config->disabled = ReadFlag("CUMEMTRACE_DISABLE");
   config->overwrite = ReadFlag("CUMEMTRACE_OVERWRITE");
   config->stack_depth = ReadInt("CUMEMTRACE_STACK_DEPTH", 0, kMaxStackDepth, 64);
   config->flush_ms = ReadInt("CUMEMTRACE_FLUSH_MS", 1, 3600 * 1000, 500);
+  config->sample_ms = ReadInt("CUMEMTRACE_SAMPLE_MS", 0, 3600 * 1000, 100);
+  config->follow_fork = ReadFlag("CUMEMTRACE_FOLLOW_FORK");
+  config->follow_exec = ReadFlag("CUMEMTRACE_FOLLOW_EXEC");
+  config->cupti = ReadFlag("CUMEMTRACE_CUPTI");
   const char* python = getenv("CUMEMTRACE_PYTHON");
-  config->python = python == nullptr || strcmp(python, "0") != 0;
+  config->python_frames = python == nullptr || strcmp(python, "0") != 0;
+  config->rank = ParseRankNumber(getenv("RANK"));
+  config->local_rank = ParseRankNumber(getenv("LOCAL_RANK"));
+  config->world_size = ParseRankNumber(getenv("WORLD_SIZE"));
+  RankText(getenv("RANK"), getenv("LOCAL_RANK"), getpid(), config->rank_text, sizeof(config->rank_text));
 
+  CopyText("unknown-host", config->host, sizeof(config->host));
+  gethostname(config->host, sizeof(config->host) - 1);
+  config->host[sizeof(config->host) - 1] = '\0';
   const char* pattern = getenv("CUMEMTRACE_OUTPUT");
   if (pattern == nullptr || *pattern == '\0') pattern = kDefaultOutput;
-  char host[256] = "unknown-host";
-  gethostname(host, sizeof(host) - 1);
-  host[sizeof(host) - 1] = '\0';
-  if (!ExpandOutputPattern(pattern, getpid(), host, config->output_path, sizeof(config->output_path))) {
-    Warn("CUMEMTRACE_OUTPUT=%s has an unknown %%-sequence (known: %%p %%h %%%%) or is too long; using %s",
+  CopyText(pattern, config->output_pattern, sizeof(config->output_pattern));
+  if (strlen(pattern) >= sizeof(config->output_pattern) ||
+      !ExpandOutputPattern(pattern, getpid(), config->host, config->rank_text, config->output_path,
+                           sizeof(config->output_path))) {
+    Warn("CUMEMTRACE_OUTPUT=%s has an unknown %%-sequence (known: %%p %%h %%r %%%%) or is too long; using %s",
          pattern, kDefaultOutput);
-    ExpandOutputPattern(kDefaultOutput, getpid(), host, config->output_path, sizeof(config->output_path));
+    CopyText(kDefaultOutput, config->output_pattern, sizeof(config->output_pattern));
+    ExpandOutputPattern(kDefaultOutput, getpid(), config->host, config->rank_text, config->output_path,
+                        sizeof(config->output_path));
   }
 }
 

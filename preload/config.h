@@ -1,12 +1,18 @@
-// The preload's configuration, read once from the environment at the first event. Nothing here allocates.
+// The preload's configuration, read once from the environment when tracing starts. Nothing here allocates.
 //
-//   CUMEMTRACE_OUTPUT      trace path; %p = pid, %h = host name, %% = '%' (default cumemtrace.%p.pb)
-//   CUMEMTRACE_OVERWRITE   1: replace an existing file (default: never overwrite; warn and do not trace)
-//   CUMEMTRACE_STACK_DEPTH native frames per event, 0..kMaxStackDepth (default 64; 0 = no stacks)
-//   CUMEMTRACE_FLUSH_MS    how often buffered events reach the file (default 500; a process killed with SIGKILL
-//                          loses at most this much)
-//   CUMEMTRACE_DISABLE     1: record nothing (the hooks only forward)
-//   CUMEMTRACE_PYTHON      0: no Python frames in stacks (default: Python frames where the interpreter is supported)
+//   CUMEMTRACE_OUTPUT       trace path; %p = pid, %h = host name, %r = rank ($RANK, else $LOCAL_RANK, else
+//                           "pid<PID>"), %% = '%' (default cumemtrace.%p.pb)
+//   CUMEMTRACE_OVERWRITE    1: replace an existing file (default: never overwrite; warn and do not trace)
+//   CUMEMTRACE_STACK_DEPTH  native frames per event, 0..kMaxStackDepth (default 64; 0 = no stacks)
+//   CUMEMTRACE_FLUSH_MS     how often buffered events reach the file (default 500; a process killed with SIGKILL
+//                           loses at most this much)
+//   CUMEMTRACE_DISABLE      1: record nothing (the hooks only forward)
+//   CUMEMTRACE_FOLLOW_FORK  1: a forked child of a tracing process starts its own trace (default: it stops)
+//   CUMEMTRACE_FOLLOW_EXEC  1: exec'd children trace too (default: only the root process, CUMEMTRACE_ROOT_PID)
+//   CUMEMTRACE_SAMPLE_MS    driver free/total sampled per device at most this often (default 100; 0 = never)
+//   CUMEMTRACE_CUPTI        1: subscribe to CUPTI as a second source (default off: nothing CUPTI is loaded)
+//   CUMEMTRACE_PYTHON       0: no Python frames (default on)
+//   RANK, LOCAL_RANK, WORLD_SIZE  (set by torchrun / MPI launchers) the header's rank fields when numbers
 #ifndef CUMEMTRACE_PRELOAD_CONFIG_H_
 #define CUMEMTRACE_PRELOAD_CONFIG_H_
 
@@ -16,22 +22,45 @@ namespace cumemtrace::preload {
 
 inline constexpr int kMaxStackDepth = 256;
 inline constexpr size_t kMaxPathBytes = 4096;
+inline constexpr size_t kRankTextBytes = 32;
 
 struct Config {
-  char output_path[kMaxPathBytes];  // already expanded
+  char output_path[kMaxPathBytes];     // already expanded
+  char output_pattern[kMaxPathBytes];  // as given (or the default when the given one was unusable)
+  char host[256];
+  char rank_text[kRankTextBytes];      // what %r expands to
   bool overwrite = false;
   int stack_depth = 64;
   int flush_ms = 500;
   bool disabled = false;
-  bool python = true;
+  bool follow_fork = false;
+  bool follow_exec = false;
+  int sample_ms = 100;
+  bool cupti = false;
+  bool python_frames = true;
+  int rank = -1;  // -1: unset or not a number
+  int local_rank = -1;
+  int world_size = -1;
 };
 
 // Fills `config` from the environment. Bad values fall back to the defaults with a warning on stderr.
 void ReadConfig(Config* config);
 
-// Expands %p, %h and %% of `pattern` into `out` (size `out_size`). Returns false if the result does not fit or the
-// pattern has an unknown %-sequence.
-bool ExpandOutputPattern(const char* pattern, int pid, const char* host, char* out, size_t out_size);
+// Parses a non-negative decimal integer that fits an int; -1 for anything else (also for nullptr and "").
+int ParseRankNumber(const char* text);
+
+// What %r expands to: `rank` when it names a number, else `local_rank` when it does, else "pid<pid>".
+void RankText(const char* rank, const char* local_rank, int pid, char* out, size_t out_size);
+
+// Expands %p, %h, %r and %% of `pattern` into `out` (size `out_size`). Returns false if the result does not fit or
+// the pattern has an unknown %-sequence.
+bool ExpandOutputPattern(const char* pattern, int pid, const char* host, const char* rank, char* out,
+                         size_t out_size);
+
+// The trace path of a forked child `pid` that starts its own trace: the pattern expanded with the child's pid; a
+// pattern without %p gets ".<pid>" before a trailing ".pb" (or at the end), so parent and child never share a file.
+bool ForkedChildOutputPath(const char* pattern, int pid, const char* host, const char* rank, char* out,
+                           size_t out_size);
 
 }  // namespace cumemtrace::preload
 

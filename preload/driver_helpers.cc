@@ -90,4 +90,25 @@ bool DescribeDevice(int32_t ordinal, DeviceDescription* out) {
   return true;
 }
 
+
+void MemorySampler::Reset(int64_t interval_ns) {
+  interval_ns_ = interval_ns;
+  for (int64_t& last : last_ns_) __atomic_store_n(&last, 0, __ATOMIC_RELAXED);
+}
+
+bool MemorySampler::SampleIfDue(int32_t device, bool current, int64_t now_ns, uint64_t* free_bytes,
+                                uint64_t* total_bytes) {
+  if (interval_ns_ <= 0 || device < 0 || device >= kMaxDevices) return false;
+  int64_t* slot = &last_ns_[device];
+  int64_t last = __atomic_load_n(slot, __ATOMIC_RELAXED);
+  if (last != 0 && now_ns - last < interval_ns_) return false;
+  if (!current) {
+    int32_t current_device = -1;
+    if (!CurrentDevice(&current_device) || current_device != device) return false;
+  }
+  int64_t claimed = now_ns != 0 ? now_ns : 1;
+  if (!__atomic_compare_exchange_n(slot, &last, claimed, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return false;
+  return DriverMemInfo(free_bytes, total_bytes);
+}
+
 }  // namespace cumemtrace::preload

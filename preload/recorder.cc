@@ -16,6 +16,7 @@
 
 #include "preload/byte_buffer.h"
 #include "preload/config.h"
+#include "preload/cupti_source.h"
 #include "preload/driver_helpers.h"
 #include "preload/event_record.h"
 #include "preload/log.h"
@@ -69,6 +70,12 @@ uint32_t g_next_thread_index = 1;
 bool g_device_written[kMaxDevices + 1];  // index ordinal + 1; 0 = host
 bool g_stop_flusher = false;
 int64_t g_start_ns = 0;
+bool g_forked_child = false;  // this process is a forked child that starts (or started) a trace of its own
+bool g_modules_unwritten = false;  // a forked child's new trace: every known module is written again
+bool g_cupti_tried = false;   // CUMEMTRACE_CUPTI=1: StartCupti ran once in this process (or its parent)
+bool g_cupti_enabled = false;
+char g_cupti_failure[256];
+MemorySampler g_sampler;      // lock-free; reset at start
 
 // Health counters for the trailer.
 uint64_t g_events = 0;
@@ -78,6 +85,8 @@ uint64_t g_recorder_ns = 0;
 uint64_t g_flushes = 0;
 uint64_t g_python_stacks = 0;
 uint64_t g_python_failures = 0;
+uint64_t g_memory_samples = 0;
+uint64_t g_cupti_only_events = 0;
 
 int64_t NowNs() {
   timespec ts;
@@ -135,7 +144,8 @@ void WriteNewModulesLocked() {
 void RefreshModules() {
   pthread_mutex_lock(&g_module_lock);
   size_t added = g_modules.Scan();
-  if (added > 0) {
+  if (added > 0 || g_modules_unwritten) {
+    g_modules_unwritten = false;
     pthread_mutex_lock(&g_lock);
     WriteNewModulesLocked();
     pthread_mutex_unlock(&g_lock);
@@ -158,7 +168,7 @@ void NotePythonSupportLocked(PythonSupport support, const char* message) {
 
 // Python may be loaded after tracing started (a program that embeds it): look again when modules were added.
 void RetryPythonLookup() {
-  if (!g_config.python || PythonFramesSupport() != PythonSupport::kAbsent) return;
+  if (!g_config.python_frames || PythonFramesSupport() != PythonSupport::kAbsent) return;
   char message[256];
   PythonSupport support = InitPythonFrames(true, message, sizeof(message));
   pthread_mutex_lock(&g_lock);
@@ -288,9 +298,24 @@ void WriteHeaderLocked() {
   h.start_unix_time_ns = static_cast<int64_t>(wall.tv_sec) * 1000000000 + wall.tv_nsec;
   DriverVersion(&h.driver_version);
   h.stack_depth = static_cast<uint32_t>(g_config.stack_depth);
-  h.rank = h.local_rank = h.world_size = -1;
-  h.python_frames_enabled = g_config.python;
+  h.rank = g_config.rank;
+  h.local_rank = g_config.local_rank;
+  h.world_size = g_config.world_size;
+  h.forked_child = g_forked_child;
+  h.cupti_enabled = g_cupti_enabled;
+  h.python_frames_enabled = g_config.python_frames;
   if (!WriteHeader(&g_out, h)) g_out.ClearError();
+}
+
+// CUMEMTRACE_CUPTI=1: subscribes once per process; a forked child keeps its parent's subscription (or failure) and
+// does not warn again. Called under g_start_lock, before the header (which says whether it worked).
+void StartCuptiOnce() {
+  if (!g_config.cupti) return;
+  if (!g_cupti_tried) {
+    g_cupti_tried = true;
+    g_cupti_enabled = StartCupti(g_cupti_failure, sizeof(g_cupti_failure));
+    if (!g_cupti_enabled) Warn("CUPTI unavailable (%s); tracing goes on with interposition only", g_cupti_failure);
+  }
 }
 
 void Start() {
@@ -300,20 +325,42 @@ void Start() {
     return;
   }
   g_state.store(kStarting, std::memory_order_release);
-  ReadConfig(&g_config);
-  bool ok = !g_config.disabled && g_out.Init(4 << 20) && g_sink.Open(g_config.output_path, g_config.overwrite);
+  bool path_ok = true;
+  if (!g_forked_child) {
+    ReadConfig(&g_config);
+  } else {
+    // The parent's configuration stands; only the file is the child's own.
+    path_ok = ForkedChildOutputPath(g_config.output_pattern, getpid(), g_config.host, g_config.rank_text,
+                                    g_config.output_path, sizeof(g_config.output_path));
+    if (!path_ok) Warn("no room for the forked child's pid in the trace path; not tracing process %d", getpid());
+  }
+  bool ok = path_ok && !g_config.disabled && (g_out.data() != nullptr || g_out.Init(4 << 20)) &&
+            g_sink.Open(g_config.output_path, g_config.overwrite);
   if (!ok) {
     StopTracing();
     pthread_mutex_unlock(&g_start_lock);
     return;
   }
   g_start_ns = NowNs();
+  g_sampler.Reset(static_cast<int64_t>(g_config.sample_ms) * 1000000);
   InitNativeStacks();
   char python_message[256];
-  PythonSupport python = InitPythonFrames(g_config.python, python_message, sizeof(python_message));
+  PythonSupport python = InitPythonFrames(g_config.python_frames, python_message, sizeof(python_message));
+  StartCuptiOnce();
   pthread_mutex_lock(&g_lock);
   WriteHeaderLocked();
   NotePythonSupportLocked(python, python_message);
+  if (g_config.cupti && !g_cupti_enabled) {
+    char message[320];
+    size_t n = strlen(g_cupti_failure);
+    memcpy(message, "CUPTI unavailable: ", 19);
+    if (n > sizeof(message) - 20) n = sizeof(message) - 20;
+    memcpy(message + 19, g_cupti_failure, n);
+    message[19 + n] = '\0';
+    if (!WriteNotice(&g_out, static_cast<uint32_t>(format::NoticeCode::kCuptiUnavailable), message, g_start_ns)) {
+      g_out.ClearError();
+    }
+  }
   WriteOut();
   pthread_mutex_unlock(&g_lock);
   RefreshModules();
@@ -369,13 +416,45 @@ void AtForkParent() {
   pthread_mutex_unlock(&g_start_lock);
 }
 
-// The child shares the parent's file: it must never write to it. By default it stops tracing (a DataLoader worker
-// ends with os._exit, so nothing at exit would run anyway). Buffered bytes belong to the parent, which writes them.
+// Makes the forked child's state that of a process that has not traced yet, keeping the configuration, the module
+// map (the child has the same mappings) and the CUPTI subscription. Called in the child with every lock held.
+void ResetForForkedChildLocked() {
+  g_sink = Sink();  // the parent's descriptor is already closed; its byte count is not the child's
+  g_stacks.Reset();
+  for (size_t i = 0; i < g_modules.size(); ++i) g_modules.at(i).written = false;
+  g_modules_unwritten = true;
+  for (bool& written : g_device_written) __atomic_store_n(&written, false, __ATOMIC_RELAXED);
+  g_next_thread_index = 1;
+  Self().thread_index = 0;  // the forking thread is the child's only thread
+  Self().name_changed = false;
+  g_stop_flusher = false;  // the parent's flush thread does not exist here; Start() makes the child's own
+  pthread_cond_t fresh = PTHREAD_COND_INITIALIZER;
+  g_flusher_wake = fresh;
+  g_events = g_unwind_failures = g_truncated_stacks = g_recorder_ns = g_flushes = 0;
+  g_memory_samples = g_cupti_only_events = 0;
+  g_dropped.store(0, std::memory_order_relaxed);
+  g_strings.Reset();  // string and Python frame ids start again in the child's trace
+  g_python_frames.Reset();
+  g_python_stacks = g_python_failures = 0;
+  g_python_notice_written = g_python_broken_notice_written = false;
+}
+
+// The child shares the parent's file: it must never write to it, and the bytes buffered at the fork belong to the
+// parent, which writes them. By default the child stops tracing (a DataLoader worker ends with os._exit, so
+// nothing at exit would run anyway). With CUMEMTRACE_FOLLOW_FORK=1 a child of a tracing parent starts a trace of
+// its own at its first event: a new file, a header with forked_child, fresh tables and a flush thread of its own.
 void AtForkChild() {
-  if (g_state.load(std::memory_order_acquire) != kUninitialized) StopTracing();
+  int state = g_state.load(std::memory_order_acquire);
   g_sink.Abandon();
   g_out.Clear();
   g_batch_size = 0;
+  if (state == kRunning && g_config.follow_fork) {
+    ResetForForkedChildLocked();
+    g_forked_child = true;
+    g_state.store(kUninitialized, std::memory_order_release);
+  } else if (state != kUninitialized) {
+    StopTracing();
+  }
   pthread_mutex_unlock(&g_lock);
   pthread_mutex_unlock(&g_module_lock);
   pthread_mutex_unlock(&g_start_lock);
@@ -408,6 +487,8 @@ void FinishTrace() {
     t.flushes = g_flushes;
     t.python_stacks = g_python_stacks;
     t.python_failures = g_python_failures;
+    t.memory_samples = g_memory_samples;
+    t.cupti_only_events = g_cupti_only_events;
     if (WriteTrailer(&g_out, t)) WriteOut();
     g_sink.Close();
   }
@@ -415,7 +496,27 @@ void FinishTrace() {
   --self.in_recorder;
 }
 
-__attribute__((constructor)) void OnLoad() { pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild); }
+// Exec'd children: the first process that loads the preload records its pid in CUMEMTRACE_ROOT_PID (children
+// inherit it); a process that finds another pid there stays passive (hooks only forward) unless
+// CUMEMTRACE_FOLLOW_EXEC=1. A root process that execs keeps its pid and goes on tracing in the new image.
+void DecideRootOrPassive() {
+  char pid_text[24];
+  FormatDecimal(getpid(), pid_text, sizeof(pid_text));
+  const char* root = getenv("CUMEMTRACE_ROOT_PID");
+  const char* follow = getenv("CUMEMTRACE_FOLLOW_EXEC");
+  if (root == nullptr || root[0] == '\0') {
+    setenv("CUMEMTRACE_ROOT_PID", pid_text, 1);
+  } else if (strcmp(root, pid_text) != 0 && (follow == nullptr || strcmp(follow, "1") != 0)) {
+    g_state.store(kOff, std::memory_order_release);
+  }
+}
+
+__attribute__((constructor)) void OnLoad() {
+  int saved_errno = errno;
+  pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);
+  DecideRootOrPassive();
+  errno = saved_errno;
+}
 
 // Runs after the program's atexit handlers and the destructors of libraries loaded after this one (libcuda,
 // PyTorch), so frees made while they shut down are still recorded.
@@ -461,17 +562,24 @@ void Record(const CallRecord& call) {
   ev.stream = call.stream;
   ev.aux = call.aux;
   ev.result = call.result;
+  ev.cupti_only = call.cupti_only;
   const format::ApiInfo* info = format::FindApi(static_cast<uint32_t>(call.api));
   bool is_alloc = info != nullptr && info->op == format::Op::kAlloc;
+  bool device_is_current = false;
   if (call.device_known) {
     ev.device = call.device;
   } else if (is_alloc && CurrentDevice(&ev.device)) {
     self.last_device = ev.device;
+    device_is_current = true;
   } else {
     ev.device = self.last_device;  // frees: readers take the device of the allocation freed
   }
   if (is_alloc && call.result != 0) ev.has_mem_info = DriverMemInfo(&ev.free_bytes, &ev.total_bytes);
   EnsureDevice(ev.device);
+  // The driver's view of the device (outside the lock: it is a driver call); written after the event's seq below.
+  MemorySampleRecord sample{};
+  bool sampled = is_alloc && g_sampler.SampleIfDue(ev.device, device_is_current, start_ns, &sample.free_bytes,
+                                                   &sample.total_bytes);
 
   uintptr_t pcs[kMaxStackDepth];
   bool truncated = false;
@@ -495,6 +603,24 @@ void Record(const CallRecord& call) {
     ev.stack = g_stacks.Intern(frames, frame_count);
     ev.thread = self.thread_index;
     ev.seq = call.seq != 0 ? call.seq : TakeSequence();
+    if (sampled) {
+      sample.time_ns = start_ns;
+      sample.device = ev.device;
+      sample.after_seq = ev.seq;
+      if (WriteMemorySample(&g_out, sample)) ++g_memory_samples; else g_out.ClearError();
+    }
+    if (ev.cupti_only && g_cupti_only_events++ == 0) {
+      char message[96] = "first memory call seen only by CUPTI: ";
+      size_t used = strlen(message);
+      const char* api = info != nullptr ? info->name : "unknown";
+      size_t n = strlen(api);
+      if (used + n >= sizeof(message)) n = sizeof(message) - 1 - used;
+      memcpy(message + used, api, n);
+      message[used + n] = '\0';
+      if (!WriteNotice(&g_out, static_cast<uint32_t>(format::NoticeCode::kCuptiOnlyEvent), message, start_ns)) {
+        g_out.ClearError();
+      }
+    }
     g_batch[g_batch_size++] = ev;
     // A failed allocation often comes right before the process dies: get it to the file now.
     if (g_batch_size == kBatchEvents || call.result != 0) FlushLocked();

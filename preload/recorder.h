@@ -2,8 +2,9 @@
 // or around (frees) the real call; it takes the stack outside any lock, then under its lock interns the stack,
 // registers the thread and device, appends the event and flushes when the batch is full. A flush thread writes
 // what is buffered every CUMEMTRACE_FLUSH_MS; the trace is finished (symbols, trailer) at exit. Forked children
-// stop tracing cleanly. Tracing starts lazily at the first event, so processes that never allocate CUDA memory
-// leave no file behind.
+// stop tracing cleanly, or with CUMEMTRACE_FOLLOW_FORK=1 start a trace of their own at their first event. Tracing
+// starts lazily at the first event, so processes that never allocate CUDA memory leave no file behind. Only the
+// root process (CUMEMTRACE_ROOT_PID) traces unless CUMEMTRACE_FOLLOW_EXEC=1: exec'd children stay passive.
 //
 // Never: call into Python or take the GIL; allocate from the program's heap on the event path; hold the lock
 // while unwinding or calling CUDA; change errno or anything else the program can see.
@@ -26,6 +27,7 @@ struct CallRecord {
   bool device_known = false;  // false: the recorder asks the driver for the current device (allocations only)
   int32_t result = 0;
   uint64_t seq = 0;           // 0: assigned when appended (allocations); frees pass TakeSequence()'s value
+  bool cupti_only = false;    // seen by CUPTI (cupti_source.cc), missed by interposition
 };
 
 // Per-thread state, initial-exec TLS so reading it never allocates or takes a lock.

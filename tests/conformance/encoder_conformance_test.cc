@@ -293,5 +293,107 @@ TEST_F(EncoderConformance, TrailerAndLongFields) {
   EXPECT_EQ(trace.packet(1).thread().name(), long_name);
 }
 
+// The fields added for ranks, forked children, Python and CUPTI: present when set, absent (not -1 on the wire) when
+// the launcher set no rank, and rank 0 written although it is the default value.
+TEST_F(EncoderConformance, HeaderRankForkAndSourceFields) {
+  const char* argv[] = {"python"};
+  HeaderInfo h{};
+  h.tool_version = "0.1.0";
+  h.pid = 7;
+  h.ppid = 6;
+  h.argv = argv;
+  h.argc = 1;
+  h.hostname = "h";
+  h.executable = "/x";
+  h.rank = 0;
+  h.local_rank = 3;
+  h.world_size = -1;
+  h.forked_child = true;
+  h.python_frames_enabled = true;
+  h.cupti_enabled = true;
+  ASSERT_TRUE(WriteHeader(&buffer_, h));
+  auto got = OnlyPacket().header();
+  EXPECT_TRUE(got.has_rank());
+  EXPECT_EQ(got.rank(), 0);
+  EXPECT_TRUE(got.has_local_rank());
+  EXPECT_EQ(got.local_rank(), 3);
+  EXPECT_FALSE(got.has_world_size());
+  EXPECT_TRUE(got.forked_child());
+  EXPECT_EQ(got.ppid(), 6);
+  EXPECT_TRUE(got.python_frames_enabled());
+  EXPECT_TRUE(got.cupti_enabled());
+
+  buffer_.Clear();
+  h.rank = h.local_rank = h.world_size = -1;
+  h.forked_child = h.python_frames_enabled = h.cupti_enabled = false;
+  ASSERT_TRUE(WriteHeader(&buffer_, h));
+  got = OnlyPacket().header();
+  EXPECT_FALSE(got.has_rank());
+  EXPECT_FALSE(got.has_local_rank());
+  EXPECT_FALSE(got.has_world_size());
+  EXPECT_FALSE(got.forked_child());
+  EXPECT_FALSE(got.cupti_enabled());
+}
+
+TEST_F(EncoderConformance, MemorySampleAndNotice) {
+  MemorySampleRecord m{};
+  m.time_ns = -5;
+  m.device = 3;
+  m.free_bytes = ~0ull;
+  m.total_bytes = 80ull << 30;
+  m.after_seq = 1234567;
+  ASSERT_TRUE(WriteMemorySample(&buffer_, m));
+  ASSERT_TRUE(WriteNotice(&buffer_, static_cast<uint32_t>(format::NoticeCode::kCuptiOnlyEvent),
+                          "first memory call seen only by CUPTI: cuMemAlloc", 99));
+  cumemtrace::format::Trace trace;
+  ASSERT_TRUE(trace.ParseFromArray(buffer_.data(), static_cast<int>(buffer_.size())));
+  ASSERT_EQ(trace.packet_size(), 2);
+  ASSERT_TRUE(trace.packet(0).has_memory_sample());
+  const auto& s = trace.packet(0).memory_sample();
+  EXPECT_EQ(s.time_ns(), -5);
+  EXPECT_EQ(s.device(), 3);
+  EXPECT_EQ(s.free_bytes(), ~0ull);
+  EXPECT_EQ(s.total_bytes(), 80ull << 30);
+  EXPECT_EQ(s.after_seq(), 1234567u);
+  ASSERT_TRUE(trace.packet(1).has_notice());
+  const auto& n = trace.packet(1).notice();
+  EXPECT_EQ(n.code(), cumemtrace::format::Notice::CUPTI_ONLY_EVENT);
+  EXPECT_EQ(n.message(), "first memory call seen only by CUPTI: cuMemAlloc");
+  EXPECT_EQ(n.time_ns(), 99);
+  static_assert(static_cast<int>(format::NoticeCode::kCuptiUnavailable) ==
+                cumemtrace::format::Notice::CUPTI_UNAVAILABLE);
+}
+
+TEST_F(EncoderConformance, CuptiRowsAndNewTrailerCounters) {
+  std::vector<EventRecord> ev;
+  for (int i = 0; i < 4; ++i) {
+    ev.push_back(Event(20 + i, 100 * i, Api::kCuMemAlloc, 0x1000 * (i + 1), 512));
+    ev.back().cupti_only = i == 1 || i == 3;
+  }
+  ASSERT_TRUE(WriteEventBatch(&buffer_, ev.data(), ev.size()));
+  auto p = OnlyPacket();
+  ASSERT_EQ(p.events().cupti_rows_size(), 2);
+  EXPECT_EQ(p.events().cupti_rows(0), 1u);
+  EXPECT_EQ(p.events().cupti_rows(1), 3u);
+
+  buffer_.Clear();
+  for (EventRecord& e : ev) e.cupti_only = false;
+  ASSERT_TRUE(WriteEventBatch(&buffer_, ev.data(), ev.size()));
+  EXPECT_EQ(OnlyPacket().events().cupti_rows_size(), 0);
+
+  buffer_.Clear();
+  TrailerRecord t{};
+  t.python_stacks = 11;
+  t.python_failures = 12;
+  t.memory_samples = 13;
+  t.cupti_only_events = 14;
+  ASSERT_TRUE(WriteTrailer(&buffer_, t));
+  const auto tr = OnlyPacket().trailer();
+  EXPECT_EQ(tr.python_stacks(), 11u);
+  EXPECT_EQ(tr.python_failures(), 12u);
+  EXPECT_EQ(tr.memory_samples(), 13u);
+  EXPECT_EQ(tr.cupti_only_events(), 14u);
+}
+
 }  // namespace
 }  // namespace cumemtrace::preload

@@ -132,6 +132,7 @@ class Collector : public analyzer::TraceVisitor {
   void OnEvent(const Event& event) override { trace_->events.push_back(event); }
   void OnString(uint32_t id, const std::string& value) override { trace_->strings[id] = value; }
   void OnPythonFrame(const analyzer::PythonFrameInfo& frame) override { trace_->python_frames[frame.id] = frame; }
+  void OnMemorySample(const analyzer::MemorySample& sample) override { trace_->samples.push_back(sample); }
   void OnNotice(const analyzer::NoticeInfo& notice) override { trace_->notices.push_back(notice); }
   void OnTrailer(const analyzer::TrailerInfo& trailer) override {
     trace_->has_trailer = true;

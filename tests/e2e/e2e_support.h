@@ -100,6 +100,7 @@ struct CollectedTrace {
   std::vector<analyzer::Event> events;
   std::map<uint32_t, std::string> strings;
   std::map<uint64_t, analyzer::PythonFrameInfo> python_frames;
+  std::vector<analyzer::MemorySample> samples;
   std::vector<analyzer::NoticeInfo> notices;
   bool has_trailer = false;
   analyzer::TrailerInfo trailer;

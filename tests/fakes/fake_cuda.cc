@@ -39,6 +39,9 @@
 
 #include "fake_cuda_control.h"
 #pragma GCC visibility pop
+// CUPTI's callback ids and parameter structs: what a CUPTI subscriber is handed (see fake_cuda_control.h).
+#include <cupti_driver_cbid.h>
+#include <generated_cuda_meta.h>
 
 #include "fake_ledger.h"
 #include "range_allocator.h"
@@ -109,6 +112,22 @@ struct Mapping {
 };
 
 thread_local CUctx_st* current_context = nullptr;
+
+std::atomic<FakeCudaApiCallback> api_callback{nullptr};
+std::atomic<void*> api_callback_data{nullptr};
+
+// Runs `body` (one memory function) between the enter and exit calls of the API callback, as the real driver
+// calls a CUPTI subscriber. The callback runs outside the driver's lock.
+#define FAKE_CUDA_API(name) CUPTI_DRIVER_TRACE_CBID_##name, #name
+template <typename Params, typename Body>
+CUresult WithApiCallbacks(unsigned int cbid, const char* name, const Params* params, Body body) {
+  const FakeCudaApiCallback callback = api_callback.load();
+  void* const data = api_callback_data.load();
+  if (callback != nullptr) callback(data, 0, cbid, name, params, nullptr);
+  const CUresult result = body();
+  if (callback != nullptr) callback(data, 1, cbid, name, params, &result);
+  return result;
+}
 thread_local const char* runtime_caller = nullptr;
 
 // Which call is being served, for its ledger line.
@@ -309,12 +328,22 @@ using cumemtrace::fakes::Driver;
 using cumemtrace::fakes::ErrnoKeeper;
 using cumemtrace::fakes::FreeDevice;
 using cumemtrace::fakes::LedgerLine;
+using cumemtrace::fakes::WithApiCallbacks;
 
 extern "C" {
 
 void FakeCudaSetRuntimeCaller(const char* runtime_api) {
   cumemtrace::fakes::runtime_caller = runtime_api;
 }
+
+void FakeCudaSetApiCallback(FakeCudaApiCallback callback, void* userdata) {
+  cumemtrace::fakes::api_callback_data.store(userdata);
+  cumemtrace::fakes::api_callback.store(callback);
+}
+
+// -Bsymbolic binds these calls to the library's own functions: an interposer of the exported names never sees them.
+CUresult FakeCudaInternalAlloc(CUdeviceptr* dptr, size_t bytesize) { return cuMemAlloc_v2(dptr, bytesize); }
+CUresult FakeCudaInternalFree(CUdeviceptr dptr) { return cuMemFree_v2(dptr); }
 
 // ---- Initialization and device queries ----
 
@@ -492,143 +521,188 @@ CUresult cuGetErrorString(CUresult error, const char** pStr) { return cuGetError
 
 CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   ErrnoKeeper keep;
-  return AllocateDevice({"cuMemAlloc_v2"}, DeviceKind::kDevice, dptr, bytesize, D().CurrentDevice());
+  cuMemAlloc_v2_params params{dptr, bytesize};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemAlloc_v2), &params, [&]() -> CUresult {
+    return AllocateDevice({"cuMemAlloc_v2"}, DeviceKind::kDevice, dptr, bytesize, D().CurrentDevice());
+  });
 }
 
 CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes, size_t Height,
                             unsigned int ElementSizeBytes) {
   ErrnoKeeper keep;
-  const bool valid = dptr != nullptr && pPitch != nullptr && WidthInBytes > 0 && Height > 0 &&
-                     (ElementSizeBytes == 4 || ElementSizeBytes == 8 || ElementSizeBytes == 16);
-  const uint64_t pitch = AlignUp(WidthInBytes, kFakeCudaPitchAlignment);
-  CUdeviceptr got = 0;
-  const CUresult result = AllocateDevice({"cuMemAllocPitch_v2"}, DeviceKind::kDevice, valid ? &got : nullptr,
-                                         pitch * Height, D().CurrentDevice());
-  if (result == CUDA_SUCCESS) {
-    *dptr = got;
-    *pPitch = pitch;
-  }
-  return result;
+  cuMemAllocPitch_v2_params params{dptr, pPitch, WidthInBytes, Height, ElementSizeBytes};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemAllocPitch_v2), &params, [&]() -> CUresult {
+    const bool valid = dptr != nullptr && pPitch != nullptr && WidthInBytes > 0 && Height > 0 &&
+                       (ElementSizeBytes == 4 || ElementSizeBytes == 8 || ElementSizeBytes == 16);
+    const uint64_t pitch = AlignUp(WidthInBytes, kFakeCudaPitchAlignment);
+    CUdeviceptr got = 0;
+    const CUresult result = AllocateDevice({"cuMemAllocPitch_v2"}, DeviceKind::kDevice, valid ? &got : nullptr,
+                                           pitch * Height, D().CurrentDevice());
+    if (result == CUDA_SUCCESS) {
+      *dptr = got;
+      *pPitch = pitch;
+    }
+    return result;
+  });
 }
 
 CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
   ErrnoKeeper keep;
-  const bool valid = flags == CU_MEM_ATTACH_GLOBAL || flags == CU_MEM_ATTACH_HOST;
-  return AllocateDevice({"cuMemAllocManaged"}, DeviceKind::kManaged, valid ? dptr : nullptr, bytesize,
-                        D().CurrentDevice());
+  cuMemAllocManaged_params params{dptr, bytesize, flags};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemAllocManaged), &params, [&]() -> CUresult {
+    const bool valid = flags == CU_MEM_ATTACH_GLOBAL || flags == CU_MEM_ATTACH_HOST;
+    return AllocateDevice({"cuMemAllocManaged"}, DeviceKind::kManaged, valid ? dptr : nullptr, bytesize,
+                          D().CurrentDevice());
+  });
 }
 
 CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
   ErrnoKeeper keep;
-  return AllocateDevice({"cuMemAllocAsync", true, hStream}, DeviceKind::kPool, dptr, bytesize,
-                        D().CurrentDevice());
+  cuMemAllocAsync_params params{dptr, bytesize, hStream};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemAllocAsync), &params, [&]() -> CUresult {
+    return AllocateDevice({"cuMemAllocAsync", true, hStream}, DeviceKind::kPool, dptr, bytesize,
+                          D().CurrentDevice());
+  });
 }
 
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
   ErrnoKeeper keep;
-  return AllocateDevice({"cuMemAllocAsync_ptsz", true, hStream}, DeviceKind::kPool, dptr, bytesize,
-                        D().CurrentDevice());
+  cuMemAllocAsync_ptsz_params params{dptr, bytesize, hStream};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemAllocAsync_ptsz), &params, [&]() -> CUresult {
+    return AllocateDevice({"cuMemAllocAsync_ptsz", true, hStream}, DeviceKind::kPool, dptr, bytesize,
+                          D().CurrentDevice());
+  });
 }
 
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
   ErrnoKeeper keep;
-  return AllocateDevice({"cuMemAllocFromPoolAsync", true, hStream}, DeviceKind::kPool,
-                        pool != nullptr ? dptr : nullptr, bytesize, pool != nullptr ? pool->device : 0);
+  cuMemAllocFromPoolAsync_params params{dptr, bytesize, pool, hStream};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemAllocFromPoolAsync), &params, [&]() -> CUresult {
+    return AllocateDevice({"cuMemAllocFromPoolAsync", true, hStream}, DeviceKind::kPool,
+                          pool != nullptr ? dptr : nullptr, bytesize, pool != nullptr ? pool->device : 0);
+  });
 }
 
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
   ErrnoKeeper keep;
-  return AllocateDevice({"cuMemAllocFromPoolAsync_ptsz", true, hStream}, DeviceKind::kPool,
-                        pool != nullptr ? dptr : nullptr, bytesize, pool != nullptr ? pool->device : 0);
+  cuMemAllocFromPoolAsync_ptsz_params params{dptr, bytesize, pool, hStream};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemAllocFromPoolAsync_ptsz), &params, [&]() -> CUresult {
+    return AllocateDevice({"cuMemAllocFromPoolAsync_ptsz", true, hStream}, DeviceKind::kPool,
+                          pool != nullptr ? dptr : nullptr, bytesize, pool != nullptr ? pool->device : 0);
+  });
 }
 
 CUresult cuMemFree_v2(CUdeviceptr dptr) {
   ErrnoKeeper keep;
-  return FreeDevice({"cuMemFree_v2"}, dptr);
+  cuMemFree_v2_params params{dptr};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemFree_v2), &params, [&]() -> CUresult {
+    return FreeDevice({"cuMemFree_v2"}, dptr);
+  });
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
   ErrnoKeeper keep;
-  return FreeDevice({"cuMemFreeAsync", true, hStream}, dptr);
+  cuMemFreeAsync_params params{dptr, hStream};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemFreeAsync), &params, [&]() -> CUresult {
+    return FreeDevice({"cuMemFreeAsync", true, hStream}, dptr);
+  });
 }
 
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
   ErrnoKeeper keep;
-  return FreeDevice({"cuMemFreeAsync_ptsz", true, hStream}, dptr);
+  cuMemFreeAsync_ptsz_params params{dptr, hStream};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemFreeAsync_ptsz), &params, [&]() -> CUresult {
+    return FreeDevice({"cuMemFreeAsync_ptsz", true, hStream}, dptr);
+  });
 }
 
 // ---- Pinned and registered host memory ----
 
 CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {
   ErrnoKeeper keep;
-  return AllocateHost({"cuMemAllocHost_v2"}, pp, bytesize);
+  cuMemAllocHost_v2_params params{pp, bytesize};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemAllocHost_v2), &params, [&]() -> CUresult {
+    return AllocateHost({"cuMemAllocHost_v2"}, pp, bytesize);
+  });
 }
 
 CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
   ErrnoKeeper keep;
-  constexpr unsigned int kKnownFlags = CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
-                                       CU_MEMHOSTALLOC_WRITECOMBINED;
-  return AllocateHost({"cuMemHostAlloc"}, (Flags & ~kKnownFlags) == 0 ? pp : nullptr, bytesize);
+  cuMemHostAlloc_params params{pp, bytesize, Flags};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemHostAlloc), &params, [&]() -> CUresult {
+    constexpr unsigned int kKnownFlags = CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
+                                         CU_MEMHOSTALLOC_WRITECOMBINED;
+    return AllocateHost({"cuMemHostAlloc"}, (Flags & ~kKnownFlags) == 0 ? pp : nullptr, bytesize);
+  });
 }
 
 CUresult cuMemFreeHost(void* p) {
   ErrnoKeeper keep;
-  Driver& d = D();
-  std::lock_guard lock(d.mu);
-  LedgerLine line = d.StartLine("free", {"cuMemFreeHost"}, d.CurrentDevice());
-  line.address = reinterpret_cast<uint64_t>(p);
-  CUresult result = d.Ready();
-  if (result == CUDA_SUCCESS) {
-    auto it = d.host_allocations.find(line.address);
-    if (it == d.host_allocations.end()) {
-      result = CUDA_ERROR_INVALID_VALUE;
-    } else {
-      munmap(p, it->second);
-      d.host_allocations.erase(it);
+  cuMemFreeHost_params params{p};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemFreeHost), &params, [&]() -> CUresult {
+    Driver& d = D();
+    std::lock_guard lock(d.mu);
+    LedgerLine line = d.StartLine("free", {"cuMemFreeHost"}, d.CurrentDevice());
+    line.address = reinterpret_cast<uint64_t>(p);
+    CUresult result = d.Ready();
+    if (result == CUDA_SUCCESS) {
+      auto it = d.host_allocations.find(line.address);
+      if (it == d.host_allocations.end()) {
+        result = CUDA_ERROR_INVALID_VALUE;
+      } else {
+        munmap(p, it->second);
+        d.host_allocations.erase(it);
+      }
     }
-  }
-  return d.Finish(line, result);
+    return d.Finish(line, result);
+  });
 }
 
 CUresult cuMemHostRegister_v2(void* p, size_t bytesize, unsigned int Flags) {
   ErrnoKeeper keep;
-  Driver& d = D();
-  std::lock_guard lock(d.mu);
-  LedgerLine line = d.StartLine("alloc", {"cuMemHostRegister_v2"}, d.CurrentDevice());
-  const uint64_t start = reinterpret_cast<uint64_t>(p);
-  line.address = start;
-  line.size = bytesize;
-  CUresult result = d.Ready();
-  constexpr unsigned int kKnownFlags = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
-                                       CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
-  if (result == CUDA_SUCCESS && (p == nullptr || bytesize == 0 || (Flags & ~kKnownFlags) != 0)) {
-    result = CUDA_ERROR_INVALID_VALUE;
-  }
-  if (result == CUDA_SUCCESS) {
-    auto next = d.registrations.lower_bound(start);
-    const bool overlaps_next = next != d.registrations.end() && next->first < start + bytesize;
-    const bool overlaps_prev = next != d.registrations.begin() && std::prev(next)->first +
-                                                                          std::prev(next)->second > start;
-    if (overlaps_next || overlaps_prev) {
-      result = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-    } else {
-      d.registrations[start] = bytesize;
+  cuMemHostRegister_v2_params params{p, bytesize, Flags};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemHostRegister_v2), &params, [&]() -> CUresult {
+    Driver& d = D();
+    std::lock_guard lock(d.mu);
+    LedgerLine line = d.StartLine("alloc", {"cuMemHostRegister_v2"}, d.CurrentDevice());
+    const uint64_t start = reinterpret_cast<uint64_t>(p);
+    line.address = start;
+    line.size = bytesize;
+    CUresult result = d.Ready();
+    constexpr unsigned int kKnownFlags = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
+                                         CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
+    if (result == CUDA_SUCCESS && (p == nullptr || bytesize == 0 || (Flags & ~kKnownFlags) != 0)) {
+      result = CUDA_ERROR_INVALID_VALUE;
     }
-  }
-  return d.Finish(line, result);
+    if (result == CUDA_SUCCESS) {
+      auto next = d.registrations.lower_bound(start);
+      const bool overlaps_next = next != d.registrations.end() && next->first < start + bytesize;
+      const bool overlaps_prev = next != d.registrations.begin() && std::prev(next)->first +
+                                                                            std::prev(next)->second > start;
+      if (overlaps_next || overlaps_prev) {
+        result = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+      } else {
+        d.registrations[start] = bytesize;
+      }
+    }
+    return d.Finish(line, result);
+  });
 }
 
 CUresult cuMemHostUnregister(void* p) {
   ErrnoKeeper keep;
-  Driver& d = D();
-  std::lock_guard lock(d.mu);
-  LedgerLine line = d.StartLine("free", {"cuMemHostUnregister"}, d.CurrentDevice());
-  line.address = reinterpret_cast<uint64_t>(p);
-  CUresult result = d.Ready();
-  if (result == CUDA_SUCCESS && d.registrations.erase(line.address) == 0) {
-    result = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
-  }
-  return d.Finish(line, result);
+  cuMemHostUnregister_params params{p};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemHostUnregister), &params, [&]() -> CUresult {
+    Driver& d = D();
+    std::lock_guard lock(d.mu);
+    LedgerLine line = d.StartLine("free", {"cuMemHostUnregister"}, d.CurrentDevice());
+    line.address = reinterpret_cast<uint64_t>(p);
+    CUresult result = d.Ready();
+    if (result == CUDA_SUCCESS && d.registrations.erase(line.address) == 0) {
+      result = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    }
+    return d.Finish(line, result);
+  });
 }
 
 // ---- Virtual memory management ----
@@ -645,141 +719,160 @@ CUresult cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocatio
 CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
                      unsigned long long flags) {
   ErrnoKeeper keep;
-  Driver& d = D();
-  std::lock_guard lock(d.mu);
-  const int device = prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
-  LedgerLine line = d.StartLine("alloc", {"cuMemCreate"}, device);
-  line.size = size;
-  CUresult result = d.Ready();
-  if (result == CUDA_SUCCESS &&
-      (handle == nullptr || prop == nullptr || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || flags != 0 ||
-       size == 0 || size % kFakeCudaGranularity != 0)) {
-    result = CUDA_ERROR_INVALID_VALUE;
-  }
-  if (result == CUDA_SUCCESS && !d.ValidDevice(device)) result = CUDA_ERROR_INVALID_DEVICE;
-  if (result == CUDA_SUCCESS && (size > d.fail_above || size > d.total_bytes - d.used[device])) {
-    result = CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  if (result == CUDA_SUCCESS) {
-    const uint64_t h = d.next_handle++;
-    d.handles[h] = {size, device};
-    d.used[device] += size;
-    *handle = h;
-    line.address = h;
-  }
-  return d.Finish(line, result);
+  cuMemCreate_params params{handle, size, prop, flags};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemCreate), &params, [&]() -> CUresult {
+    Driver& d = D();
+    std::lock_guard lock(d.mu);
+    const int device = prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
+    LedgerLine line = d.StartLine("alloc", {"cuMemCreate"}, device);
+    line.size = size;
+    CUresult result = d.Ready();
+    if (result == CUDA_SUCCESS &&
+        (handle == nullptr || prop == nullptr || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || flags != 0 ||
+         size == 0 || size % kFakeCudaGranularity != 0)) {
+      result = CUDA_ERROR_INVALID_VALUE;
+    }
+    if (result == CUDA_SUCCESS && !d.ValidDevice(device)) result = CUDA_ERROR_INVALID_DEVICE;
+    if (result == CUDA_SUCCESS && (size > d.fail_above || size > d.total_bytes - d.used[device])) {
+      result = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (result == CUDA_SUCCESS) {
+      const uint64_t h = d.next_handle++;
+      d.handles[h] = {size, device};
+      d.used[device] += size;
+      *handle = h;
+      line.address = h;
+    }
+    return d.Finish(line, result);
+  });
 }
 
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   ErrnoKeeper keep;
-  Driver& d = D();
-  std::lock_guard lock(d.mu);
-  LedgerLine line = d.StartLine("free", {"cuMemRelease"}, d.CurrentDevice());
-  line.address = handle;
-  CUresult result = d.Ready();
-  if (result == CUDA_SUCCESS) {
-    auto it = d.handles.find(handle);
-    if (it == d.handles.end()) {
-      result = CUDA_ERROR_INVALID_VALUE;
-    } else {
-      line.device = it->second.device;
-      d.used[it->second.device] -= it->second.size;
-      d.handles.erase(it);
+  cuMemRelease_params params{handle};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemRelease), &params, [&]() -> CUresult {
+    Driver& d = D();
+    std::lock_guard lock(d.mu);
+    LedgerLine line = d.StartLine("free", {"cuMemRelease"}, d.CurrentDevice());
+    line.address = handle;
+    CUresult result = d.Ready();
+    if (result == CUDA_SUCCESS) {
+      auto it = d.handles.find(handle);
+      if (it == d.handles.end()) {
+        result = CUDA_ERROR_INVALID_VALUE;
+      } else {
+        line.device = it->second.device;
+        d.used[it->second.device] -= it->second.size;
+        d.handles.erase(it);
+      }
     }
-  }
-  return d.Finish(line, result);
+    return d.Finish(line, result);
+  });
 }
 
-CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr, unsigned long long flags) {
+CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                             unsigned long long flags) {
   ErrnoKeeper keep;
-  Driver& d = D();
-  std::lock_guard lock(d.mu);
-  LedgerLine line = d.StartLine("alloc", {"cuMemAddressReserve"}, d.CurrentDevice());
-  line.size = size;
-  CUresult result = d.Ready();
-  if (alignment == 0) alignment = kFakeCudaGranularity;
-  if (result == CUDA_SUCCESS && (ptr == nullptr || size == 0 || size % kFakeCudaGranularity != 0 || flags != 0 ||
-                                 (alignment & (alignment - 1)) != 0 || alignment % kFakeCudaGranularity != 0)) {
-    result = CUDA_ERROR_INVALID_VALUE;
-  }
-  if (result == CUDA_SUCCESS) {
-    const uint64_t got = d.reserve_space.Allocate(size, alignment);
-    if (got == 0) {
-      result = CUDA_ERROR_OUT_OF_MEMORY;
-    } else {
-      d.reservations[got] = size;
-      *ptr = got;
-      line.address = got;
+  cuMemAddressReserve_params params{ptr, size, alignment, addr, flags};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemAddressReserve), &params, [&]() -> CUresult {
+    Driver& d = D();
+    std::lock_guard lock(d.mu);
+    LedgerLine line = d.StartLine("alloc", {"cuMemAddressReserve"}, d.CurrentDevice());
+    line.size = size;
+    CUresult result = d.Ready();
+    if (alignment == 0) alignment = kFakeCudaGranularity;
+    if (result == CUDA_SUCCESS && (ptr == nullptr || size == 0 || size % kFakeCudaGranularity != 0 || flags != 0 ||
+                                   (alignment & (alignment - 1)) != 0 || alignment % kFakeCudaGranularity != 0)) {
+      result = CUDA_ERROR_INVALID_VALUE;
     }
-  }
-  return d.Finish(line, result);
+    if (result == CUDA_SUCCESS) {
+      const uint64_t got = d.reserve_space.Allocate(size, alignment);
+      if (got == 0) {
+        result = CUDA_ERROR_OUT_OF_MEMORY;
+      } else {
+        d.reservations[got] = size;
+        *ptr = got;
+        line.address = got;
+      }
+    }
+    return d.Finish(line, result);
+  });
 }
 
 CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
   ErrnoKeeper keep;
-  Driver& d = D();
-  std::lock_guard lock(d.mu);
-  LedgerLine line = d.StartLine("free", {"cuMemAddressFree"}, d.CurrentDevice());
-  line.address = ptr;
-  CUresult result = d.Ready();
-  if (result == CUDA_SUCCESS) {
-    auto it = d.reservations.find(ptr);
-    if (it == d.reservations.end() || it->second != size) {
-      result = CUDA_ERROR_INVALID_VALUE;
-    } else {
-      d.reserve_space.Free(ptr, size);
-      d.reservations.erase(it);
+  cuMemAddressFree_params params{ptr, size};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemAddressFree), &params, [&]() -> CUresult {
+    Driver& d = D();
+    std::lock_guard lock(d.mu);
+    LedgerLine line = d.StartLine("free", {"cuMemAddressFree"}, d.CurrentDevice());
+    line.address = ptr;
+    CUresult result = d.Ready();
+    if (result == CUDA_SUCCESS) {
+      auto it = d.reservations.find(ptr);
+      if (it == d.reservations.end() || it->second != size) {
+        result = CUDA_ERROR_INVALID_VALUE;
+      } else {
+        d.reserve_space.Free(ptr, size);
+        d.reservations.erase(it);
+      }
     }
-  }
-  return d.Finish(line, result);
+    return d.Finish(line, result);
+  });
 }
 
 CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                   unsigned long long flags) {
   ErrnoKeeper keep;
-  Driver& d = D();
-  std::lock_guard lock(d.mu);
-  LedgerLine line = d.StartLine("alloc", {"cuMemMap"}, d.CurrentDevice());
-  line.address = ptr;
-  line.size = size;
-  line.has_aux = true;
-  line.aux = handle;
-  CUresult result = d.Ready();
-  auto h = d.handles.find(handle);
-  if (h != d.handles.end()) line.device = h->second.device;
-  auto reservation = d.reservations.upper_bound(ptr);
-  const bool in_reservation = reservation != d.reservations.begin() &&
-                              std::prev(reservation)->first + std::prev(reservation)->second >= ptr + size;
-  auto next = d.mappings.lower_bound(ptr);
-  const bool overlaps = (next != d.mappings.end() && next->first < ptr + size) ||
-                        (next != d.mappings.begin() && std::prev(next)->first + std::prev(next)->second.size > ptr);
-  if (result == CUDA_SUCCESS &&
-      (flags != 0 || size == 0 || size % kFakeCudaGranularity != 0 || h == d.handles.end() || !in_reservation ||
-       overlaps || offset + size > h->second.size)) {
-    result = CUDA_ERROR_INVALID_VALUE;
-  }
-  if (result == CUDA_SUCCESS) d.mappings[ptr] = {size, handle};
-  return d.Finish(line, result);
+  cuMemMap_params params{ptr, size, offset, handle, flags};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemMap), &params, [&]() -> CUresult {
+    Driver& d = D();
+    std::lock_guard lock(d.mu);
+    LedgerLine line = d.StartLine("alloc", {"cuMemMap"}, d.CurrentDevice());
+    line.address = ptr;
+    line.size = size;
+    line.has_aux = true;
+    line.aux = handle;
+    CUresult result = d.Ready();
+    auto h = d.handles.find(handle);
+    if (h != d.handles.end()) line.device = h->second.device;
+    auto reservation = d.reservations.upper_bound(ptr);
+    const bool in_reservation = reservation != d.reservations.begin() &&
+                                std::prev(reservation)->first + std::prev(reservation)->second >= ptr + size;
+    auto next = d.mappings.lower_bound(ptr);
+    const bool overlaps = (next != d.mappings.end() && next->first < ptr + size) ||
+                          (next != d.mappings.begin() && std::prev(next)->first + std::prev(next)->second.size > ptr);
+    if (result == CUDA_SUCCESS &&
+        (flags != 0 || size == 0 || size % kFakeCudaGranularity != 0 || h == d.handles.end() || !in_reservation ||
+         overlaps || offset + size > h->second.size)) {
+      result = CUDA_ERROR_INVALID_VALUE;
+    }
+    if (result == CUDA_SUCCESS) d.mappings[ptr] = {size, handle};
+    return d.Finish(line, result);
+  });
 }
 
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   ErrnoKeeper keep;
-  Driver& d = D();
-  std::lock_guard lock(d.mu);
-  LedgerLine line = d.StartLine("free", {"cuMemUnmap"}, d.CurrentDevice());
-  line.address = ptr;
-  CUresult result = d.Ready();
-  if (result == CUDA_SUCCESS) {
-    auto it = d.mappings.find(ptr);
-    if (it == d.mappings.end() || it->second.size != size) {
-      result = CUDA_ERROR_INVALID_VALUE;
-    } else {
-      auto h = d.handles.find(it->second.handle);
-      if (h != d.handles.end()) line.device = h->second.device;
-      d.mappings.erase(it);
+  cuMemUnmap_params params{ptr, size};
+  return WithApiCallbacks(FAKE_CUDA_API(cuMemUnmap), &params, [&]() -> CUresult {
+    Driver& d = D();
+    std::lock_guard lock(d.mu);
+    LedgerLine line = d.StartLine("free", {"cuMemUnmap"}, d.CurrentDevice());
+    line.address = ptr;
+    CUresult result = d.Ready();
+    if (result == CUDA_SUCCESS) {
+      auto it = d.mappings.find(ptr);
+      if (it == d.mappings.end() || it->second.size != size) {
+        result = CUDA_ERROR_INVALID_VALUE;
+      } else {
+        auto h = d.handles.find(it->second.handle);
+        if (h != d.handles.end()) line.device = h->second.device;
+        d.mappings.erase(it);
+      }
     }
-  }
-  return d.Finish(line, result);
+    return d.Finish(line, result);
+  });
 }
 
 CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {

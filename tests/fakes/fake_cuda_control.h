@@ -11,9 +11,19 @@
 //   FAKE_CUDA_FAIL_ABOVE=<bytes>    every memory-allocating call asking for more fails with CUDA_ERROR_OUT_OF_MEMORY
 //   FAKE_CUDA_DEVICE=<ordinal>      the current device of a thread that has not set a context (default 0)
 //   FAKE_CUDA_DEVICE_COUNT=<n>      number of devices (default 2, at most kFakeCudaMaxDevices)
+//
+// CUPTI: the real driver calls a CUPTI subscriber around its API functions. The fake libcupti.so.13
+// (fake_cupti.cc) registers a callback with FakeCudaSetApiCallback, and every memory function of the fake driver
+// calls it at enter and exit with CUPTI's driver callback id and its parameter struct (generated_cuda_meta.h).
+// FakeCudaInternalAlloc / FakeCudaInternalFree are an allocation path that interposition cannot see: they call the
+// driver's own cuMemAlloc_v2 / cuMemFree_v2 from inside the library (as a library reaching the driver through a
+// private export table would), so only CUPTI reports them; the ledger records them like any other call.
 // Never include this from cumemtrace itself: the preload must not know it runs on a fake.
 #ifndef CUMEMTRACE_TESTS_FAKES_FAKE_CUDA_CONTROL_H_
 #define CUMEMTRACE_TESTS_FAKES_FAKE_CUDA_CONTROL_H_
+
+#include <cuda.h>
+#include <stddef.h>
 
 inline constexpr int kFakeCudaMaxDevices = 8;
 inline constexpr int kFakeCudaDriverVersion = 13000;
@@ -25,6 +35,15 @@ inline constexpr unsigned long long kFakeCudaPitchAlignment = 512;
 inline constexpr unsigned long long kFakeCudaArenaHint = 0x200000000000ull;
 
 extern "C" {
+// `site` 0 = API enter, 1 = API exit (then `result` points at the CUresult about to be returned, else nullptr).
+using FakeCudaApiCallback = void (*)(void* userdata, int site, unsigned int cbid, const char* function_name,
+                                     const void* params, const CUresult* result);
+// Installs (or with nullptr removes) the one API callback.
+void FakeCudaSetApiCallback(FakeCudaApiCallback callback, void* userdata);
+
+CUresult FakeCudaInternalAlloc(CUdeviceptr* dptr, size_t bytesize);
+CUresult FakeCudaInternalFree(CUdeviceptr dptr);
+
 // Labels every ledger line written by the calling thread until called again; nullptr or "" clears the label.
 // `runtime_api` must stay valid until the label is cleared (a string literal).
 void FakeCudaSetRuntimeCaller(const char* runtime_api);
@@ -32,5 +51,6 @@ void FakeCudaSetRuntimeCaller(const char* runtime_api);
 
 // The name FakeCudaSetRuntimeCaller is looked up by.
 inline constexpr char kFakeCudaSetRuntimeCallerSymbol[] = "FakeCudaSetRuntimeCaller";
+inline constexpr char kFakeCudaSetApiCallbackSymbol[] = "FakeCudaSetApiCallback";
 
 #endif  // CUMEMTRACE_TESTS_FAKES_FAKE_CUDA_CONTROL_H_

@@ -21,6 +21,8 @@
 #include "fake_cuda_control.h"
 #include "range_allocator.h"
 
+#include <cupti.h>  // callback ids and parameter structs only; nothing of CUPTI is linked
+
 namespace cumemtrace::fakes {
 namespace {
 
@@ -124,6 +126,58 @@ TEST_F(FakeCudaTest, ReusesFreedAddressesAndWritesTheLedger) {
                               Expected("free", "cuMemFree_v2", b, 0, 0),
                               Expected("free", "cuMemFree_v2", c, 0, 0),
                           }));
+}
+
+// What the API callback (the fake libcupti's hook into the driver) is handed: enter and exit of every memory call,
+// with CUPTI's callback id, the parameter struct CUPTI defines for it, and at exit the result; the internal path
+// calls it like any API call.
+struct SeenCall {
+  int site;
+  unsigned int cbid;
+  std::string name;
+  uint64_t address;  // *dptr at exit for allocations, dptr for frees
+  int result;
+};
+std::vector<SeenCall> seen_calls;
+
+void RecordCallback(void*, int site, unsigned int cbid, const char* name, const void* params, const CUresult* r) {
+  uint64_t address = 0;
+  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2 && site == 1) {
+    address = *static_cast<const cuMemAlloc_v2_params*>(params)->dptr;
+  } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2) {
+    address = static_cast<const cuMemFree_v2_params*>(params)->dptr;
+  }
+  seen_calls.push_back({site, cbid, name, address, r != nullptr ? static_cast<int>(*r) : -1});
+}
+
+TEST_F(FakeCudaTest, ApiCallbackSurroundsMemoryCallsIncludingTheInternalPath) {
+  seen_calls.clear();
+  FakeCudaSetApiCallback(RecordCallback, nullptr);
+  CUdeviceptr a = 0, b = 0;
+  size_t free = 0, total = 0;
+  ASSERT_EQ(cuMemAlloc(&a, kMiB), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemGetInfo(&free, &total), CUDA_SUCCESS);  // not a memory function: no callback
+  ASSERT_EQ(FakeCudaInternalAlloc(&b, 2 * kMiB), CUDA_SUCCESS);
+  ASSERT_EQ(FakeCudaInternalFree(b), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree(a + 1), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(cuMemFree(a), CUDA_SUCCESS);
+  FakeCudaSetApiCallback(nullptr, nullptr);
+  const unsigned int kAlloc = CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, kFree = CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2;
+  const std::vector<std::string> expected = {
+      "0 cuMemAlloc_v2 0 -1",   "1 cuMemAlloc_v2 " + std::to_string(a) + " 0",
+      "0 cuMemAlloc_v2 0 -1",   "1 cuMemAlloc_v2 " + std::to_string(b) + " 0",
+      "0 cuMemFree_v2 " + std::to_string(b) + " -1", "1 cuMemFree_v2 " + std::to_string(b) + " 0",
+      "0 cuMemFree_v2 " + std::to_string(a + 1) + " -1",
+      "1 cuMemFree_v2 " + std::to_string(a + 1) + " " + std::to_string(CUDA_ERROR_INVALID_VALUE),
+      "0 cuMemFree_v2 " + std::to_string(a) + " -1", "1 cuMemFree_v2 " + std::to_string(a) + " 0",
+  };
+  std::vector<std::string> got;
+  for (const SeenCall& c : seen_calls) {
+    EXPECT_EQ(c.cbid, c.name == "cuMemAlloc_v2" ? kAlloc : kFree) << c.name;
+    got.push_back(std::to_string(c.site) + " " + c.name + " " + std::to_string(c.address) + " " +
+                  std::to_string(c.result));
+  }
+  EXPECT_EQ(got, expected);
 }
 
 TEST_F(FakeCudaTest, EnforcesTheTotalAndPlantedFailures) {

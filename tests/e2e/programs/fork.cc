@@ -1,7 +1,9 @@
 // End-to-end test program (h): fork, as a PyTorch DataLoader worker is made. The parent allocates and forks; the
 // child allocates (at addresses the parent will also get, since it inherits the driver's state) and ends with
 // _exit(0), so no exit handler runs in it; the parent waits and allocates more. The parent's trace must hold the
-// parent's events only and end cleanly; the child must neither crash nor write into the parent's trace.
+// parent's events only and end cleanly; the child must neither crash nor write into the parent's trace. With
+// E2E_CHILD_LINGER_MS=<ms> the child waits that long before _exit (so a child trace's flush thread can write).
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +23,8 @@ namespace e2e = cumemtrace::e2e;
   static_cast<char*>(host)[0] = 1;
   if (cuMemFree(inherited) != CUDA_SUCCESS) _exit(12);
   if (cuMemFree(p) != CUDA_SUCCESS) _exit(13);
+  const char* linger = getenv("E2E_CHILD_LINGER_MS");
+  if (linger != nullptr) usleep(static_cast<useconds_t>(atoi(linger)) * 1000);
   _exit(0);  // like os._exit in a DataLoader worker: nothing at exit runs
 }
 
