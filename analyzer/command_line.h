@@ -1,4 +1,5 @@
-// Parses cumem-analyze's command line: `cumem-analyze [subcommand] trace.pb [--json] [--top N] [--frames N]`.
+// Parses cumem-analyze's command line: `cumem-analyze [subcommand] trace.pb [--json] [--top N] [--frames N]
+// [--group-by user|stack|frame=REGEX]`.
 // Pure: it reads no file and prints nothing, so that usage errors are testable and say exactly what is wrong.
 #ifndef CUMEMTRACE_ANALYZER_COMMAND_LINE_H_
 #define CUMEMTRACE_ANALYZER_COMMAND_LINE_H_
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "analyzer/model/stack_grouper.h"
 
 namespace cumemtrace::analyzer {
 
@@ -22,6 +24,7 @@ struct CommandLine {
   size_t top = 10;
   bool top_given = false;
   std::optional<size_t> frames;
+  GroupingOptions grouping{GroupBy::kUser, ""};  // --group-by
 };
 
 inline constexpr size_t kMaxTop = 1000000;
