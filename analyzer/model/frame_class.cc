@@ -61,7 +61,19 @@ bool IsSystemPath(absl::string_view path) {
   return StartsWithAny(path, {"/usr/", "/lib/", "/lib32/", "/lib64/", "/bin/", "/sbin/", "/opt/conda/", "/snap/"});
 }
 
-FrameClass ClassifyNative(absl::string_view path, absl::string_view executable) {
+// The CUDA runtime or driver API linked into a module (static cudart), and the C start-up code.
+bool IsRuntimeFunction(absl::string_view f) {
+  if (StartsWithAny(f, {"libcudart_static_", "cudart::", "__cudart", "_start", "__libc_"})) return true;
+  for (absl::string_view api : {absl::string_view("cuda"), absl::string_view("cu")}) {
+    if (f.size() > api.size() && absl::StartsWith(f, api) && std::isupper(static_cast<unsigned char>(f[api.size()]))) {
+      return true;  // cudaMalloc, cuMemAlloc_v2, cuGetProcAddress
+    }
+  }
+  return false;
+}
+
+FrameClass ClassifyNative(absl::string_view path, absl::string_view executable, absl::string_view function) {
+  if (IsRuntimeFunction(function)) return FrameClass::kRuntime;
   if (path.empty()) return FrameClass::kLibrary;  // no known module: JIT code, or a module never announced
   const absl::string_view base = BaseName(path);
   if (IsRuntimeModule(base)) return FrameClass::kRuntime;
@@ -86,13 +98,14 @@ FrameClass ClassifyPython(absl::string_view file) {
 
 }  // namespace
 
-FrameClass ClassifyFrame(FrameKind kind, absl::string_view path, absl::string_view executable) {
+FrameClass ClassifyFrame(FrameKind kind, absl::string_view path, absl::string_view executable,
+                         absl::string_view function) {
   switch (kind) {
     case FrameKind::kNoPython: return FrameClass::kMarker;
     case FrameKind::kPython: return ClassifyPython(path);
     case FrameKind::kNative: break;
   }
-  return ClassifyNative(path, executable);
+  return ClassifyNative(path, executable, function);
 }
 
 const char* FrameClassName(FrameClass c) {

@@ -27,8 +27,12 @@ enum class FrameKind : uint8_t { kNative, kPython, kNoPython };
 enum class FrameClass : uint8_t { kUser, kLibrary, kRuntime, kMarker };
 
 // `path`: a Python frame's file as the interpreter had it, or a native frame's module path ("" when unknown).
-// `executable`: the traced program's executable (TraceHeader::executable; "" when unknown).
-FrameClass ClassifyFrame(FrameKind kind, absl::string_view path, absl::string_view executable);
+// `executable`: the traced program's executable (TraceHeader::executable; "" when unknown). `function`: a native
+// frame's (demangled) name when known: a program built with nvcc links the CUDA runtime into its own executable
+// (`-cudart static`), so there the runtime is told apart by name (cudaMalloc, libcudart_static_..., cudart::...,
+// _start), not by path.
+FrameClass ClassifyFrame(FrameKind kind, absl::string_view path, absl::string_view executable,
+                         absl::string_view function = "");
 
 // "user", "library", "runtime", "marker".
 const char* FrameClassName(FrameClass c);

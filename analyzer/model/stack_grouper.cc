@@ -47,7 +47,9 @@ FrameClass StackGrouper::ClassOf(uint64_t pc) const {
   auto [it, inserted] = class_by_pc_.try_emplace(pc, FrameClass::kLibrary);
   if (inserted) {
     const Frame& f = resolver_.ResolvePc(pc);
-    it->second = ClassifyFrame(f.kind, f.kind == FrameKind::kNative ? f.module : f.file, executable_);
+    const bool native = f.kind == FrameKind::kNative;
+    it->second = ClassifyFrame(f.kind, native ? f.module : f.file, executable_,
+                               native && f.function_known ? absl::string_view(f.function) : absl::string_view());
   }
   return it->second;
 }

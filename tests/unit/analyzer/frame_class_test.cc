@@ -75,6 +75,19 @@ TEST(FrameClass, TheProgramsOwnExecutableIsUserCode) {
             FrameClass::kRuntime);
 }
 
+TEST(FrameClass, AStaticCudaRuntimeInsideTheExecutableIsRuntime) {
+  // nvcc's default `-cudart static`: the runtime's frames lie in the program's own executable (examples/leaky).
+  constexpr char kExe[] = "/tmp/work/leaky";
+  EXPECT_EQ(ClassifyFrame(FrameKind::kNative, kExe, kExe, "libcudart_static_5382377d5c772c9d197c0cda9fd9742ee6ad893c"),
+            FrameClass::kRuntime);
+  EXPECT_EQ(ClassifyFrame(FrameKind::kNative, kExe, kExe, "cudaMalloc"), FrameClass::kRuntime);
+  EXPECT_EQ(ClassifyFrame(FrameKind::kNative, kExe, kExe, "cuMemAlloc_v2"), FrameClass::kRuntime);
+  EXPECT_EQ(ClassifyFrame(FrameKind::kNative, kExe, kExe, "_start"), FrameClass::kRuntime);
+  EXPECT_EQ(ClassifyFrame(FrameKind::kNative, kExe, kExe, "leak_scratch(void**)"), FrameClass::kUser);
+  EXPECT_EQ(ClassifyFrame(FrameKind::kNative, kExe, kExe, "main"), FrameClass::kUser);
+  EXPECT_EQ(ClassifyFrame(FrameKind::kNative, kExe, kExe, "cube_root(double)"), FrameClass::kUser);
+}
+
 TEST(FrameClass, ShortPathKeepsWhatFollowsThePackagesDirectory) {
   EXPECT_EQ(ShortPath("/home/u/venv/lib/python3.12/site-packages/torch/nn/modules/module.py"),
             "torch/nn/modules/module.py");
