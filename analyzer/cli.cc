@@ -43,6 +43,7 @@ AnalyzeOptions OptionsFor(const CommandLine& cl) {
   o.peak_snapshots = cl.command == Command::kSummary || cl.command == Command::kPeak;
   o.oom_snapshots = cl.command == Command::kSummary || cl.command == Command::kOom;
   o.pinned = cl.command == Command::kSummary || cl.command == Command::kPinned;
+  o.grouping = cl.grouping;
   return o;
 }
 
@@ -100,9 +101,9 @@ int RunTool(const CommandLine& cl, std::FILE* out, std::FILE* err) {
 }
 
 std::string Render(const CommandLine& cl, const Analysis& a) {
-  FrameResolver resolver(a.stacks, a.symbols);
+  FrameResolver resolver(a.stacks, a.symbols, a.python_frames);
   const ReportOptions options = ReportOptionsFor(cl);
-  const Overview overview{&a.info, a.model};
+  const Overview overview{&a.info, a.model, GroupingName(cl.grouping)};
   switch (cl.command) {
     case Command::kPeak: {
       PeakReport r = BuildPeakReport(a, options, resolver);

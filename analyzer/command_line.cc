@@ -2,6 +2,7 @@
 #include "analyzer/command_line.h"
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
@@ -26,6 +27,22 @@ absl::Status ParseCount(absl::string_view flag, absl::string_view value, size_t 
         absl::StrCat(flag, " takes a number from 0 to ", max, ", not '", value, "'"));
   }
   *out = static_cast<size_t>(n);
+  return absl::OkStatus();
+}
+
+absl::Status ParseGroupBy(absl::string_view value, GroupingOptions* out) {
+  if (value == "user") {
+    *out = GroupingOptions{GroupBy::kUser, ""};
+  } else if (value == "stack") {
+    *out = GroupingOptions{GroupBy::kStack, ""};
+  } else if (absl::StartsWith(value, "frame=")) {
+    GroupingOptions g{GroupBy::kFrame, std::string(value.substr(6))};
+    if (absl::Status s = CheckFrameRegex(g.frame_regex); !s.ok()) return s;
+    *out = std::move(g);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--group-by takes user, stack or frame=REGEX, not '", value, "'"));
+  }
   return absl::OkStatus();
 }
 
@@ -77,6 +94,14 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
       } else {
         cl.output = std::string(value);
       }
+      continue;
+    }
+    if (name == "--group-by") {
+      if (!has_value) {
+        if (i + 1 >= args.size()) return absl::InvalidArgumentError("--group-by needs user, stack or frame=REGEX");
+        value = args[++i];
+      }
+      if (absl::Status s = ParseGroupBy(value, &cl.grouping); !s.ok()) return s;
       continue;
     }
     if (name == "--top" || name == "--frames") {
@@ -136,7 +161,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
 }
 
 std::string UsageText() {
-  return R"(usage: cumem-analyze [subcommand] TRACE.pb [--json] [--top N] [--frames N]
+  return R"(usage: cumem-analyze [subcommand] TRACE.pb [--json] [--top N] [--frames N] [--group-by HOW]
        cumem-analyze symbolize TRACE.pb [-o OUT.pb] [--debug-dir DIR]...
        cumem-analyze redact TRACE.pb -o OUT.pb
 
@@ -146,7 +171,7 @@ subcommands:
   summary   (the default) process, devices, each device's and kind's peak with what was live then
             grouped by stack, leaks, failed allocations, pinned host memory spikes, tool health
   peak      the peaks, with more stacks and frames
-  leaks     allocations still live at the end of the trace, by device, kind and stack
+  leaks     allocations still live at the end of the trace, by device, kind and group, with growth
   pinned    pinned host memory over time: peak, the windows where it rose most, and who caused them
   oom       every failed allocation: request, driver error, free memory, what was live then, who asked
   events    every event in sequence order (for debugging)
@@ -158,11 +183,18 @@ subcommands:
             the program's own directory reduced to their name (or what follows site-packages/)
 
 options:
-  --json       one JSON object on stdout (docs/json.md describes it, schema_version 1)
+  --json       one JSON object on stdout (docs/json.md describes it, schema_version 2)
   --top N      stack groups and entries per list (default 10)
   --frames N   frames per stack (default: a few in text, all in JSON)
   -o OUT.pb    symbolize, redact: the new trace (never replaces an existing file)
   --debug-dir DIR  symbolize: a folder of binaries or debug files (repeatable)
+  --group-by HOW
+               how stacks are grouped: user (the default) by their innermost frame of your own code
+               (Python outside site-packages and the standard library, or your program's own native
+               code); stack, one group per stack (stack ids stay stable: use it in scripts that
+               resolve them); frame=REGEX, by the innermost frame whose function or file matches
+               REGEX. A stack without such a frame is grouped by its innermost frame outside the CUDA
+               runtime and libc, marked "no user frame".
   --help       this text
   --version    the version, and the trace format versions it reads
 

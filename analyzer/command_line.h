@@ -1,5 +1,6 @@
-// Parses cumem-analyze's command line: `cumem-analyze [subcommand] trace.pb [--json] [--top N] [--frames N]`, and
-// the tools that write a new trace: `symbolize IN.pb [-o OUT.pb] [--debug-dir DIR]...`, `redact IN.pb -o OUT.pb`.
+// Parses cumem-analyze's command line: `cumem-analyze [subcommand] trace.pb [--json] [--top N] [--frames N]
+// [--group-by user|stack|frame=REGEX]`, and the tools that write a new trace: `symbolize IN.pb [-o OUT.pb]
+// [--debug-dir DIR]...`, `redact IN.pb -o OUT.pb`.
 // Pure: it reads no file and prints nothing, so that usage errors are testable and say exactly what is wrong.
 #ifndef CUMEMTRACE_ANALYZER_COMMAND_LINE_H_
 #define CUMEMTRACE_ANALYZER_COMMAND_LINE_H_
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "analyzer/model/stack_grouper.h"
 
 namespace cumemtrace::analyzer {
 
@@ -25,6 +27,7 @@ struct CommandLine {
   std::optional<size_t> frames;
   std::string output;                   // symbolize, redact: -o OUT.pb
   std::vector<std::string> debug_dirs;  // symbolize: --debug-dir DIR, in order
+  GroupingOptions grouping{GroupBy::kUser, ""};  // --group-by
 };
 
 inline constexpr size_t kMaxTop = 1000000;

@@ -53,9 +53,10 @@ analyze() {
   analyze_ready "$name" || return 0
   run_step "analyze_${name}_summary" 120 "${name}_summary.txt" "$ANALYZE" "$pb"
   # --top large: every stack group, not the first 10. `events --json` carries stack ids only; compare.py resolves
-  # them through the stacks these reports print (every allocation live at some kind's peak or at the end).
+  # them through the stacks these reports print (every allocation live at some kind's peak or at the end), so one
+  # group per stack (--group-by stack).
   for sub in peak leaks pinned oom; do
-    run_json "analyze_${name}_$sub" "${name}_$sub.json" "$ANALYZE" "$sub" "$pb" --json --top "$TOP"
+    run_json "analyze_${name}_$sub" "${name}_$sub.json" "$ANALYZE" "$sub" "$pb" --json --top "$TOP" --group-by stack
   done
   run_json "analyze_${name}_events" "${name}_events.json" "$ANALYZE" events "$pb" --json
 }

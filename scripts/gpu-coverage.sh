@@ -75,10 +75,10 @@ analyze() {
   analyze_ready "$name" || return 0
   run_step "analyze_${name}_summary" 60 "${name}_summary.txt" "$ANALYZE" "$pb"
   # `events --json` carries stack ids only: check.py resolves them through the stacks these reports print (every
-  # allocation live at some kind's peak or at the end), hence --top large.
+  # allocation live at some kind's peak or at the end), hence --top large and one group per stack.
   run_json "analyze_${name}_events" "${name}_events.json" "$ANALYZE" events "$pb" --json
   for sub in peak leaks oom; do
-    run_json "analyze_${name}_$sub" "${name}_$sub.json" "$ANALYZE" "$sub" "$pb" --json --top "$TOP"
+    run_json "analyze_${name}_$sub" "${name}_$sub.json" "$ANALYZE" "$sub" "$pb" --json --top "$TOP" --group-by stack
   done
 }
 

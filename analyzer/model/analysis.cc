@@ -28,7 +28,7 @@ absl::StatusOr<std::unique_ptr<Analysis>> Analyze(const std::string& path, const
   PinnedPass pass(tracker, a.model.events);
   ReadStats second;
   if (absl::Status s = ReadTrace(path, pass, &second); !s.ok()) return s;
-  a.pinned = tracker.Finish();
+  a.pinned = tracker.Finish(a.grouper.get());
   a.second_pass = true;
   return analysis;
 }

@@ -8,6 +8,7 @@
 #ifndef CUMEMTRACE_ANALYZER_MODEL_ANALYSIS_H_
 #define CUMEMTRACE_ANALYZER_MODEL_ANALYSIS_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -16,6 +17,8 @@
 #include "absl/status/statusor.h"
 #include "analyzer/model/memory_model.h"
 #include "analyzer/model/pinned_tracker.h"
+#include "analyzer/model/python_frame_table.h"
+#include "analyzer/model/stack_grouper.h"
 #include "analyzer/model/stack_groups.h"
 #include "analyzer/model/stack_table.h"
 #include "analyzer/model/symbol_table.h"
@@ -35,6 +38,7 @@ struct AnalyzeOptions {
   // allocations went by since it (so snapshots cost at most one visited allocation per event).
   size_t oom_snapshot_first = 100;
   size_t max_pinned_log = size_t{1} << 20;  // pinned changes kept for the end; beyond: a second read
+  GroupingOptions grouping;  // how snapshots, leaks and pinned spikes merge stacks (default: one group per stack)
 };
 
 // One (device, series) timeline: its final state and peak, and what was live at the peak.
@@ -45,12 +49,19 @@ struct PeakResult {
   GroupedSnapshot at_peak;  // taken when AnalyzeOptions::peak_snapshots and peak_bytes > 0
 };
 
+inline constexpr int kGrowthPoints = 4;
+
 struct LeakGroup {
   int32_t device = 0;
   format::Kind kind = format::Kind::kUnknown;
-  uint64_t stack = 0;
+  uint64_t stack = 0;   // the group's largest stack
   uint64_t bytes = 0;
   uint64_t count = 0;
+  GroupKey key;
+  uint64_t stacks = 1;  // distinct stacks merged
+  // Of the bytes live at the end, those already allocated at 1/4, 1/2 and 3/4 of the trace and at its end (the
+  // last = bytes): a loop that keeps something every step reads as a steady climb, a one-time allocation as flat.
+  std::array<uint64_t, kGrowthPoints> growth{};
 };
 
 struct LeakTotal {
@@ -73,11 +84,16 @@ struct Analysis {
   TraceInfo info;
   StackTable stacks;
   SymbolTable symbols;
+  PythonFrameTable python_frames;
+  // Keys stacks into groups (AnalyzeOptions::grouping) and names their user frames; set once the read is done.
+  // Reports may call it on a const Analysis: it only fills its own caches.
+  std::unique_ptr<StackGrouper> grouper;
   ModelStats model;
   // Every (device, series) with at least one allocation: by device ordinal, then kind order, the device total
   // last.
   std::vector<PeakResult> peaks;
-  // Live at the end, by (device, kind, stack): memory kinds largest first, then vmm_mapped and address_reserve.
+  // Live at the end, by (device, kind, group key): memory kinds largest first, then vmm_mapped and
+  // address_reserve.
   std::vector<LeakGroup> leaks;
   std::vector<LeakTotal> leak_totals;  // live at the end, by (device, kind)
   std::vector<OomRecord> ooms;         // in replay order

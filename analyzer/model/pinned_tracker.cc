@@ -7,6 +7,26 @@
 #include "analyzer/model/trace_info.h"
 
 namespace cumemtrace::analyzer {
+namespace {
+
+struct Sum {
+  uint64_t bytes = 0;
+  uint64_t stacks = 0;
+  uint64_t largest_stack = 0;
+  uint64_t largest_bytes = 0;
+};
+
+struct ThreadKey {
+  uint32_t thread;
+  GroupKey key;
+  bool operator==(const ThreadKey& o) const { return thread == o.thread && key == o.key; }
+  template <typename H>
+  friend H AbslHashValue(H h, const ThreadKey& k) {
+    return H::combine(std::move(h), k.thread, k.key);
+  }
+};
+
+}  // namespace
 
 PinnedTracker::PinnedTracker(int64_t start_ns, int64_t duration_ns)
     : start_ns_(start_ns), duration_ns_(std::max<int64_t>(0, duration_ns)) {
@@ -82,7 +102,7 @@ void PinnedTracker::OnEvent(const Event& event, const Outcome& outcome) {
   for (int i = 0; i < n; ++i) Apply(changes[i]);
 }
 
-PinnedResult PinnedTracker::Finish() {
+PinnedResult PinnedTracker::Finish(const StackGrouper* grouper) {
   // Windows and buckets after the last change hold the final value.
   for (size_t w = started_ ? window_ + 1 : 0; w < result_.windows.size(); ++w) {
     result_.windows[w].start_bytes = result_.windows[w].max_bytes = bytes_;
@@ -91,14 +111,29 @@ PinnedResult PinnedTracker::Finish() {
   for (size_t i = 0; i < result_.windows.size(); ++i) {
     PinnedWindow& w = result_.windows[i];
     w.rise_bytes = w.max_bytes - w.start_bytes;
-    for (const auto& [key, bytes] : by_thread_stack_[i]) {
-      const bool better = bytes > w.top_allocated_bytes ||
-                          (bytes == w.top_allocated_bytes &&
-                           (key.thread < w.top_thread || (key.thread == w.top_thread && key.stack < w.top_stack)));
+    // Per thread: the window's stacks merged by key, each remembering its largest stack.
+    absl::flat_hash_map<ThreadKey, Sum> sums;
+    for (const auto& [ts, bytes] : by_thread_stack_[i]) {
+      const GroupKey key = grouper == nullptr ? GroupKey{GroupKey::Kind::kStack, ts.stack} : grouper->KeyOf(ts.stack);
+      Sum& sum = sums[ThreadKey{ts.thread, key}];
+      sum.bytes += bytes;
+      ++sum.stacks;
+      if (sum.stacks == 1 || bytes > sum.largest_bytes ||
+          (bytes == sum.largest_bytes && ts.stack < sum.largest_stack)) {
+        sum.largest_bytes = bytes;
+        sum.largest_stack = ts.stack;
+      }
+    }
+    for (const auto& [tk, sum] : sums) {
+      const bool better = sum.bytes > w.top_allocated_bytes ||
+                          (sum.bytes == w.top_allocated_bytes &&
+                           (tk.thread < w.top_thread || (tk.thread == w.top_thread && tk.key < w.top_key)));
       if (better) {
-        w.top_allocated_bytes = bytes;
-        w.top_thread = key.thread;
-        w.top_stack = key.stack;
+        w.top_allocated_bytes = sum.bytes;
+        w.top_thread = tk.thread;
+        w.top_key = tk.key;
+        w.top_stack = sum.largest_stack;
+        w.top_stacks = sum.stacks;
       }
     }
   }

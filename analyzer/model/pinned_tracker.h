@@ -15,6 +15,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "analyzer/model/memory_model.h"
+#include "analyzer/model/stack_grouper.h"
 
 namespace cumemtrace::analyzer {
 
@@ -24,9 +25,12 @@ struct PinnedWindow {
   uint64_t start_bytes = 0;
   uint64_t max_bytes = 0;
   uint64_t rise_bytes = 0;  // max_bytes - start_bytes
-  // Who allocated the most pinned bytes in this window (top_allocated_bytes == 0: nobody allocated).
+  // Who allocated the most pinned bytes in this window (top_allocated_bytes == 0: nobody allocated): a thread and
+  // a group of stacks (one stack unless a grouper merged them); top_stack is the group's largest stack.
   uint32_t top_thread = 0;
   uint64_t top_stack = 0;
+  GroupKey top_key;
+  uint64_t top_stacks = 0;
   uint64_t top_allocated_bytes = 0;
   uint64_t allocated_bytes = 0;  // all pinned allocations in the window
   uint64_t allocations = 0;
@@ -75,7 +79,8 @@ class PinnedTracker {
 
   void Apply(const PinnedChange& change);
   void OnEvent(const Event& event, const Outcome& outcome);
-  PinnedResult Finish();
+  // `grouper` merges each window's stacks by key before naming who allocated the most (null: per stack).
+  PinnedResult Finish(const StackGrouper* grouper = nullptr);
 
  private:
   struct ThreadStack {

@@ -20,6 +20,17 @@ struct LeakKey {
   }
 };
 
+struct LeakGroupKey {
+  int32_t device;
+  format::Kind kind;
+  GroupKey key;
+  bool operator==(const LeakGroupKey& o) const { return device == o.device && kind == o.kind && key == o.key; }
+  template <typename H>
+  friend H AbslHashValue(H h, const LeakGroupKey& k) {
+    return H::combine(std::move(h), k.device, k.kind, k.key);
+  }
+};
+
 uint64_t LiveBytesIn(const Timelines& timelines, const SnapshotFilter& scope, uint64_t* count) {
   uint64_t bytes = 0;
   *count = 0;
@@ -80,7 +91,9 @@ void ScanPass::SnapshotOom(OomRecord& r, uint64_t index) {
   const bool early = a_.oom_count <= options_.oom_snapshot_first;
   const bool paid_for = !have_last_snapshot_ || index - last_snapshot_index_ >= model_.live().size();
   if (!early && !paid_for) return;
-  r.live_by_stack = GroupLive(model_.live(), r.scope, options_.max_groups);
+  // Stacks are merged only at the end (Finish), when symbols are known: until then every stack is kept.
+  const size_t cap = options_.grouping.by == GroupBy::kStack ? options_.max_groups : SIZE_MAX;
+  r.live_by_stack = GroupLive(model_.live(), r.scope, cap);
   have_last_snapshot_ = true;
   last_snapshot_index_ = index;
   last_snapshot_version_ = version;
@@ -111,6 +124,66 @@ void PinnedPass::OnEvent(const Event& event) {
   tracker_.OnEvent(event, model_.Apply(event));
 }
 
+void ScanPass::FinishLeaks() {
+  // Per stack first (so that each group knows its largest stack), then merged by key.
+  absl::flat_hash_map<LeakKey, LeakGroup> by_stack;
+  const int64_t start = a_.info.StartNs();
+  const int64_t duration = a_.info.DurationNs();
+  std::array<int64_t, kGrowthPoints> at{};  // the times the growth points are taken (the last: the end)
+  for (int i = 0; i < kGrowthPoints; ++i) {
+    at[i] = start + static_cast<int64_t>(static_cast<__int128>(duration) * (i + 1) / kGrowthPoints);
+  }
+  model_.live().ForEach([&](uint64_t, const Allocation& alloc) {
+    LeakGroup& g = by_stack[LeakKey{alloc.device, alloc.kind, alloc.stack}];
+    g.device = alloc.device;
+    g.kind = alloc.kind;
+    g.stack = alloc.stack;
+    g.bytes += alloc.size;
+    ++g.count;
+    for (int i = 0; i < kGrowthPoints; ++i) {
+      if (i == kGrowthPoints - 1 || alloc.time_ns <= at[i]) g.growth[i] += alloc.size;
+    }
+  });
+  auto larger_stack = [](const LeakGroup& x, const LeakGroup& y) {
+    if (x.bytes != y.bytes) return x.bytes > y.bytes;
+    if (x.count != y.count) return x.count > y.count;
+    return x.stack < y.stack;
+  };
+  absl::flat_hash_map<LeakGroupKey, LeakGroup> groups;
+  for (const auto& [k, s] : by_stack) {
+    const GroupKey key = a_.grouper->KeyOf(s.stack);
+    auto [it, inserted] = groups.try_emplace(LeakGroupKey{s.device, s.kind, key}, s);
+    LeakGroup& g = it->second;
+    g.key = key;
+    if (inserted) continue;
+    if (larger_stack(s, by_stack.find(LeakKey{s.device, s.kind, g.stack})->second)) g.stack = s.stack;
+    g.bytes += s.bytes;
+    g.count += s.count;
+    g.stacks += s.stacks;
+    for (int i = 0; i < kGrowthPoints; ++i) g.growth[i] += s.growth[i];
+  }
+  a_.leaks.reserve(groups.size());
+  for (auto& [key, group] : groups) a_.leaks.push_back(group);
+  // Memory first, then what only looks like memory (address space, mappings of memory already counted): a large
+  // address reservation must not push real leaks off the list.
+  std::sort(a_.leaks.begin(), a_.leaks.end(), [](const LeakGroup& x, const LeakGroup& y) {
+    if (IsMemoryKind(x.kind) != IsMemoryKind(y.kind)) return IsMemoryKind(x.kind);
+    if (x.bytes != y.bytes) return x.bytes > y.bytes;
+    if (x.count != y.count) return x.count > y.count;
+    if (x.device != y.device) return x.device < y.device;
+    if (x.kind != y.kind) return x.kind < y.kind;
+    if (!(x.key == y.key)) return x.key < y.key;
+    return x.stack < y.stack;
+  });
+  for (const DeviceSeries* d : model_.timelines().Devices()) {
+    for (int kind = 1; kind < format::kNumKinds; ++kind) {
+      const Series& s = d->series[kind];
+      if (s.count == 0 && s.bytes == 0) continue;
+      a_.leak_totals.push_back(LeakTotal{d->device, static_cast<format::Kind>(kind), s.bytes, s.count});
+    }
+  }
+}
+
 bool ScanPass::Finish() {
   a_.model = model_.stats();
 
@@ -125,53 +198,30 @@ bool ScanPass::Finish() {
       a_.peaks.push_back(std::move(p));
     }
   }
+  a_.grouper = std::make_unique<StackGrouper>(a_.stacks, a_.symbols, a_.python_frames, a_.info.header.executable,
+                                              options_.grouping);
   if (options_.peak_snapshots) {
-    GroupAtPeaks(model_.live(), model_.timelines(), options_.max_groups,
+    GroupAtPeaks(model_.live(), model_.timelines(), options_.max_groups, a_.grouper.get(),
                  [this](int32_t device, int series, GroupedSnapshot snapshot) {
                    for (PeakResult& p : a_.peaks) {
                      if (p.device == device && p.series == series) p.at_peak = std::move(snapshot);
                    }
                  });
   }
-
-  absl::flat_hash_map<LeakKey, LeakGroup> leaks;
-  model_.live().ForEach([&](uint64_t, const Allocation& alloc) {
-    LeakGroup& g = leaks[LeakKey{alloc.device, alloc.kind, alloc.stack}];
-    g.device = alloc.device;
-    g.kind = alloc.kind;
-    g.stack = alloc.stack;
-    g.bytes += alloc.size;
-    ++g.count;
-  });
-  a_.leaks.reserve(leaks.size());
-  for (auto& [key, group] : leaks) a_.leaks.push_back(group);
-  // Memory first, then what only looks like memory (address space, mappings of memory already counted): a large
-  // address reservation must not push real leaks off the list.
-  std::sort(a_.leaks.begin(), a_.leaks.end(), [](const LeakGroup& x, const LeakGroup& y) {
-    if (IsMemoryKind(x.kind) != IsMemoryKind(y.kind)) return IsMemoryKind(x.kind);
-    if (x.bytes != y.bytes) return x.bytes > y.bytes;
-    if (x.count != y.count) return x.count > y.count;
-    if (x.device != y.device) return x.device < y.device;
-    if (x.kind != y.kind) return x.kind < y.kind;
-    return x.stack < y.stack;
-  });
-  for (const DeviceSeries* d : model_.timelines().Devices()) {
-    for (int kind = 1; kind < format::kNumKinds; ++kind) {
-      const Series& s = d->series[kind];
-      if (s.count == 0 && s.bytes == 0) continue;
-      a_.leak_totals.push_back(LeakTotal{d->device, static_cast<format::Kind>(kind), s.bytes, s.count});
-    }
-  }
+  FinishLeaks();
 
   a_.ooms = std::move(first_ooms_);
   a_.ooms.insert(a_.ooms.end(), std::make_move_iterator(last_ooms_.begin()),
                  std::make_move_iterator(last_ooms_.end()));
   last_ooms_.clear();
+  if (options_.grouping.by != GroupBy::kStack) {
+    for (OomRecord& r : a_.ooms) r.live_by_stack = Regroup(r.live_by_stack, options_.max_groups, a_.grouper.get());
+  }
 
   if (!options_.pinned || pinned_overflow_) return !options_.pinned;
   PinnedTracker tracker(a_.info.StartNs(), a_.info.DurationNs());
   for (const PinnedChange& c : pinned_log_) tracker.Apply(c);
-  a_.pinned = tracker.Finish();
+  a_.pinned = tracker.Finish(a_.grouper.get());
   return true;
 }
 

@@ -22,6 +22,7 @@ class ScanPass : public TraceVisitor {
   void OnStackNode(const StackNode& node) override { a_.stacks.Add(node); }
   void OnString(uint32_t id, const std::string& value) override { a_.symbols.AddString(id, value); }
   void OnSymbol(const SymbolInfo& symbol) override { a_.symbols.AddSymbol(symbol); }
+  void OnPythonFrame(const PythonFrameInfo& frame) override { a_.python_frames.Add(frame); }
   void OnTrailer(const TrailerInfo& trailer) override {
     a_.info.has_trailer = true;
     a_.info.trailer = trailer;
@@ -34,6 +35,7 @@ class ScanPass : public TraceVisitor {
   bool Finish();
 
  private:
+  void FinishLeaks();
   void After(const Event& event, const Outcome& outcome, uint64_t index) {
     a_.info.NoteEventTime(event.time_ns);
     if (outcome.effect == Effect::kFailedAlloc) KeepOom(event, index);

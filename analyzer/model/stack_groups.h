@@ -1,6 +1,7 @@
-// Groups live allocations by stack at one moment of a replay: "what was live, and who allocated it". The result
-// keeps the largest groups (bytes, then count, then stack id: a total order, so output is deterministic) and the
-// totals of all of them, so a report can say how much the groups it does not print hold.
+// Groups live allocations at one moment of a replay: "what was live, and who allocated it". Allocations are summed
+// per stack, then (with a StackGrouper, see stack_grouper.h) stacks are merged into groups by their key. The result
+// keeps the largest groups (bytes, then count, then key: a total order, so output is deterministic) and the totals
+// of all of them, so a report can say how much the groups it does not print hold.
 #ifndef CUMEMTRACE_ANALYZER_MODEL_STACK_GROUPS_H_
 #define CUMEMTRACE_ANALYZER_MODEL_STACK_GROUPS_H_
 
@@ -10,14 +11,17 @@
 #include "absl/container/flat_hash_map.h"
 
 #include "analyzer/model/live_set.h"
+#include "analyzer/model/stack_grouper.h"
 #include "analyzer/model/timelines.h"
 
 namespace cumemtrace::analyzer {
 
 struct StackGroup {
-  uint64_t stack = 0;
+  uint64_t stack = 0;  // the group's largest stack (bytes, then count, then the lower id)
   uint64_t bytes = 0;
   uint64_t count = 0;
+  GroupKey key;         // {kStack, stack} when not merged
+  uint64_t stacks = 1;  // distinct stacks merged into the group
 };
 
 struct GroupedSnapshot {
@@ -49,22 +53,34 @@ struct SnapshotFilter {
 // else the device total of `device` (address_reserve and vmm_mapped too: their failures are about that device).
 SnapshotFilter MemoryScopeOf(int32_t device, format::Kind kind);
 
-// Sorts `groups` largest first (bytes, count, then stack id ascending).
+// Sorts `groups` largest first (bytes, count, then key ascending).
 void SortGroups(std::vector<StackGroup>& groups);
 
+// One group per stack (no grouper applies here: snapshots taken during a read, before symbols are known, are
+// grouped per stack and merged with Regroup at the end).
 GroupedSnapshot GroupLive(const LiveSet& live, const SnapshotFilter& filter, size_t max_groups);
+
+// Merges the per-stack groups of `by_stack` (one group per stack, complete: taken without a cap) by `grouper`'s
+// keys; totals stay. `grouper` null: only sorts and caps.
+GroupedSnapshot Regroup(const GroupedSnapshot& by_stack, size_t max_groups, const StackGrouper* grouper);
+
+// Merges per-stack groups into groups by key (`grouper` null: unchanged), each keeping its largest stack.
+std::vector<StackGroup> MergeByKey(std::vector<StackGroup> per_stack, const StackGrouper* grouper);
 
 // What was live at the peak of each (device, series) with a peak, grouped by stack: the allocations still live
 // that were allocated at or before the peak, plus those Timelines recorded as freed since. Calls
-// out(device, series, snapshot) once per such series.
+// out(device, series, snapshot) once per such series. Stacks are merged by `grouper` (null: one group per stack).
 template <typename Out>
-void GroupAtPeaks(const LiveSet& live, const Timelines& timelines, size_t max_groups, Out&& out);
+void GroupAtPeaks(const LiveSet& live, const Timelines& timelines, size_t max_groups, const StackGrouper* grouper,
+                  Out&& out);
 
-// Turns per-stack sums into a GroupedSnapshot (sorted, capped, with totals).
-GroupedSnapshot FinishGroups(const absl::flat_hash_map<uint64_t, StackGroup>& by_stack, size_t max_groups);
+// Turns per-stack sums into a GroupedSnapshot (merged by `grouper` unless null, sorted, capped, with totals).
+GroupedSnapshot FinishGroups(const absl::flat_hash_map<uint64_t, StackGroup>& by_stack, size_t max_groups,
+                             const StackGrouper* grouper = nullptr);
 
 template <typename Out>
-void GroupAtPeaks(const LiveSet& live, const Timelines& timelines, size_t max_groups, Out&& out) {
+void GroupAtPeaks(const LiveSet& live, const Timelines& timelines, size_t max_groups, const StackGrouper* grouper,
+                  Out&& out) {
   using Groups = absl::flat_hash_map<uint64_t, StackGroup>;
   struct PerDevice {
     const DeviceSeries* d;
@@ -79,6 +95,7 @@ void GroupAtPeaks(const LiveSet& live, const Timelines& timelines, size_t max_gr
   auto add = [](Groups& g, uint64_t stack, uint64_t size) {
     StackGroup& group = g[stack];
     group.stack = stack;
+    group.key.value = stack;
     group.bytes += size;
     ++group.count;
   };
@@ -97,7 +114,7 @@ void GroupAtPeaks(const LiveSet& live, const Timelines& timelines, size_t max_gr
     for (int series = 1; series < kNumSeries; ++series) {
       if (p.d->series[series].peak_bytes == 0) continue;
       for (const FreedSincePeak& f : p.d->freed_since_peak[series]) add(p.groups[series], f.stack, f.size);
-      out(p.d->device, series, FinishGroups(p.groups[series], max_groups));
+      out(p.d->device, series, FinishGroups(p.groups[series], max_groups, grouper));
     }
   }
 }

@@ -8,8 +8,18 @@ namespace cumemtrace::analyzer {
 
 std::string HexString(uint64_t value) { return absl::StrFormat("0x%x", value); }
 
+const char* FrameKindName(FrameKind kind) {
+  switch (kind) {
+    case FrameKind::kNative: return "native";
+    case FrameKind::kPython: return "python";
+    case FrameKind::kNoPython: return "no_python";
+  }
+  return "native";
+}
+
 void WriteFrame(JsonWriter& w, const Frame& f) {
   w.BeginObject();
+  w.Member("kind", FrameKindName(f.kind));
   w.Member("function", f.function);
   w.Key("module");
   if (f.module.empty()) {
@@ -45,6 +55,22 @@ void WriteStack(JsonWriter& w, const std::vector<Frame>& frames) {
   w.EndArray();
 }
 
+void WriteLabel(JsonWriter& w, const GroupLabel& label) {
+  w.Key("user_frame");
+  if (label.user_frame.has_value()) {
+    WriteFrame(w, *label.user_frame);
+  } else {
+    w.Null();
+  }
+  w.Key("group_frame");
+  if (label.group_frame.has_value()) {
+    WriteFrame(w, *label.group_frame);
+  } else {
+    w.Null();
+  }
+  w.Member("stacks", label.stacks);
+}
+
 void WriteGroups(JsonWriter& w, const std::vector<ResolvedGroup>& groups) {
   w.BeginArray();
   for (const ResolvedGroup& g : groups) {
@@ -55,6 +81,7 @@ void WriteGroups(JsonWriter& w, const std::vector<ResolvedGroup>& groups) {
     w.Member("stack_id", g.stack_id);
     w.Key("stack");
     WriteStack(w, g.frames);
+    WriteLabel(w, g.label);
     w.EndObject();
   }
   w.EndArray();
@@ -169,6 +196,7 @@ void WriteOverview(JsonWriter& w, const Overview& o, absl::string_view command) 
   w.Member("schema_version", kJsonSchemaVersion);
   w.Member("command", command);
   w.Member("trace", o.info->path);
+  w.Member("group_by", o.group_by);
   WriteProcess(w, *o.info);
   WriteDevices(w, *o.info);
   WriteThreads(w, *o.info);

@@ -13,7 +13,7 @@
 
 namespace cumemtrace::analyzer {
 
-inline constexpr int kJsonSchemaVersion = 1;
+inline constexpr int kJsonSchemaVersion = 2;
 
 // "0x1f00"
 std::string HexString(uint64_t value);
@@ -21,7 +21,9 @@ std::string HexString(uint64_t value);
 void WriteFrame(JsonWriter& w, const Frame& frame);
 // An array of frames, innermost first.
 void WriteStack(JsonWriter& w, const std::vector<Frame>& frames);
-// An array of {bytes, count, share, stack_id, stack}.
+// Members user_frame, group_frame and stacks of a group, into the open object.
+void WriteLabel(JsonWriter& w, const GroupLabel& label);
+// An array of {bytes, count, share, stack_id, stack, user_frame, group_frame, stacks}.
 void WriteGroups(JsonWriter& w, const std::vector<ResolvedGroup>& groups);
 // Members schema_version, command, trace, process, devices, threads and health, into the open object.
 void WriteOverview(JsonWriter& w, const Overview& overview, absl::string_view command);

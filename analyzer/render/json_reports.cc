@@ -52,6 +52,11 @@ void WriteLeaks(JsonWriter& w, const LeakReport& r) {
     w.Member("stack_id", e.stack_id);
     w.Key("stack");
     WriteStack(w, e.frames);
+    WriteLabel(w, e.label);
+    w.Key("growth");
+    w.BeginArray();
+    for (uint64_t b : e.growth) w.Uint(b);
+    w.EndArray();
     w.EndObject();
   }
   w.EndArray();
@@ -109,6 +114,12 @@ void WriteOoms(JsonWriter& w, const OomReport& r) {
     w.Member("stack_id", o.stack_id);
     w.Key("stack");
     WriteStack(w, o.stack);
+    w.Key("user_frame");
+    if (o.request.user_frame.has_value()) {
+      WriteFrame(w, *o.request.user_frame);
+    } else {
+      w.Null();
+    }
     w.Key("live_by_stack");
     if (o.snapshot_taken) {
       WriteGroups(w, o.live_by_stack);
@@ -151,6 +162,7 @@ void WritePinned(JsonWriter& w, const PinnedReport& r) {
     w.Member("stack_id", s.stack_id);
     w.Key("stack");
     WriteStack(w, s.stack);
+    WriteLabel(w, s.label);
     w.EndObject();
   }
   w.EndArray();

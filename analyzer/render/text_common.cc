@@ -85,6 +85,13 @@ std::string Printable(const std::string& text) {
 }
 
 std::string FrameText(const Frame& f) {
+  if (f.kind == FrameKind::kNoPython) return f.function;
+  if (f.kind == FrameKind::kPython) {
+    // As a traceback reads: where, then what. Paths inside installed packages start at the package.
+    std::string where = f.file.empty() ? std::string("??") : Printable(std::string(ShortPath(f.file)));
+    if (f.line != 0) absl::StrAppend(&where, ":", f.line);
+    return absl::StrCat(where, " ", Printable(f.function));
+  }
   std::string out = Printable(f.function);
   if (!f.file.empty()) {
     absl::StrAppend(&out, "  ", Printable(f.file));
@@ -94,6 +101,29 @@ std::string FrameText(const Frame& f) {
     absl::StrAppend(&out, " (", Printable(FrameLocation(f)), ")");
   } else if (!f.module.empty()) {
     absl::StrAppend(&out, "  (", Printable(std::string(Basename(f.module))), ")");
+  }
+  return out;
+}
+
+std::string WhereText(const GroupLabel& label) {
+  if (label.user_frame.has_value()) return FrameText(*label.user_frame);
+  if (label.group_frame.has_value()) return absl::StrCat(FrameText(*label.group_frame), " (no user frame)");
+  return "";
+}
+
+std::string GroupLabelText(const GroupLabel& label, uint64_t stack_id) {
+  std::string out;
+  switch (label.kind) {
+    case GroupKey::Kind::kFrame: out = absl::StrCat("at ", FrameText(*label.group_frame)); break;
+    case GroupKey::Kind::kFallback:
+      out = absl::StrCat("no user frame; in ", FrameText(*label.group_frame));
+      break;
+    case GroupKey::Kind::kStack: return absl::StrCat("stack #", stack_id);
+  }
+  if (label.stacks > 1) {
+    absl::StrAppend(&out, "  (", label.stacks, " stacks, the largest #", stack_id, ")");
+  } else {
+    absl::StrAppend(&out, "  (stack #", stack_id, ")");
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analyzer/model/frame_resolver.h"
+#include "analyzer/reports/report_common.h"
 
 namespace cumemtrace::analyzer {
 
@@ -21,11 +22,18 @@ std::string UtcDate(int64_t unix_time_ns);
 std::string DeviceName(int32_t device);
 // "name (#3)", or "#3" for an unnamed thread.
 std::string ThreadLabel(uint32_t index, const std::string& name);
-// One frame: "function  file:line  (module)", "?? (libfoo.so+0x1234)".
+// One frame: native "function  file:line  (module)", "?? (libfoo.so+0x1234)"; Python "path:line function" with
+// the path shortened to what follows site-packages/ or dist-packages/; the marker as it reads.
 std::string FrameText(const Frame& frame);
 // Appends up to `max` lines of frames, each prefixed by `indent`; consecutive unnamed frames of one module share a
 // line; "(no stack)" for an empty stack.
 void AppendFrames(const std::vector<Frame>& frames, size_t max, const std::string& indent, std::string* out);
+// What a group is keyed by, for the line that heads it: "at train.py:37 train_step", "no user frame; in
+// c10::...  (libc10_cuda.so)" or "stack #12", with "(3 stacks, the largest #12)" when it merged several.
+std::string GroupLabelText(const GroupLabel& label, uint64_t stack_id);
+// Where a group or request was allocated, for a diagnosis line: its user frame, else the frame it is keyed by
+// (with "no user frame"), else "".
+std::string WhereText(const GroupLabel& label);
 // "1 allocation", "3 allocations".
 std::string Plural(uint64_t n, const char* singular, const char* plural);
 // Lays out `rows` in columns as wide as their widest cell, separated by two spaces, each line prefixed by

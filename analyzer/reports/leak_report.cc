@@ -25,6 +25,8 @@ LeakReport BuildLeakReport(const Analysis& a, const ReportOptions& options, Fram
     e.count = g.count;
     e.stack_id = g.stack;
     e.frames = resolver.ResolveStack(g.stack, options.frames);
+    e.label = LabelGroup(g.key, g.stack, g.stacks, a.grouper.get(), resolver);
+    e.growth = g.growth;
     r.top.push_back(std::move(e));
   }
   return r;

@@ -1,9 +1,10 @@
-// The leak report: allocations still live at the end of the trace, grouped by (device, kind, stack), largest
-// first, with totals per (device, kind). Totals of memory leave out address_reserve (address space) and
+// The leak report: allocations still live at the end of the trace, grouped by (device, kind, group: see
+// --group-by), largest first, each with how its bytes grew over the trace, with totals per (device, kind). Totals of memory leave out address_reserve (address space) and
 // vmm_mapped (a view of vmm_physical memory), which are listed but never summed into memory.
 #ifndef CUMEMTRACE_ANALYZER_REPORTS_LEAK_REPORT_H_
 #define CUMEMTRACE_ANALYZER_REPORTS_LEAK_REPORT_H_
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -16,8 +17,10 @@ struct LeakEntry {
   const char* kind = "";
   uint64_t bytes = 0;
   uint64_t count = 0;
-  uint64_t stack_id = 0;
+  uint64_t stack_id = 0;  // the group's largest stack
   std::vector<Frame> frames;
+  GroupLabel label;
+  std::array<uint64_t, kGrowthPoints> growth{};  // see LeakGroup::growth
 };
 
 struct LeakReport {

@@ -29,9 +29,11 @@ OomReport BuildOomReport(const Analysis& a, const ReportOptions& options, FrameR
     o.thread_name = a.info.ThreadName(e.thread);
     o.stack_id = e.stack;
     o.stack = resolver.ResolveStack(e.stack, options.frames);
+    if (a.grouper != nullptr) o.request = LabelGroup(a.grouper->KeyOf(e.stack), e.stack, 1, a.grouper.get(), resolver);
     o.snapshot_taken = rec.live_by_stack.taken;
     if (o.snapshot_taken) {
-      o.live_by_stack = ResolveGroups(rec.live_by_stack.groups, rec.live_by_stack.total_bytes, options, resolver);
+      o.live_by_stack = ResolveGroups(rec.live_by_stack.groups, rec.live_by_stack.total_bytes, options, resolver,
+                                      a.grouper.get());
       o.group_count = rec.live_by_stack.group_count;
       o.other_bytes = rec.live_by_stack.total_bytes;
       o.other_count = rec.live_by_stack.total_count;

@@ -32,9 +32,10 @@ struct OomEntry {
   std::string thread_name;
   uint64_t stack_id = 0;
   std::vector<Frame> stack;
+  GroupLabel request;  // the request's own stack: its user frame, and the group it would join
   bool snapshot_taken = false;
-  std::vector<ResolvedGroup> live_by_stack;
-  uint64_t group_count = 0;  // stacks live then in all
+  std::vector<ResolvedGroup> live_by_stack;  // by group (see --group-by)
+  uint64_t group_count = 0;  // groups live then in all
   uint64_t other_bytes = 0;  // live in stacks not listed
   uint64_t other_count = 0;
 };

@@ -20,7 +20,7 @@ PeakSection MakeSection(const Analysis& a, const PeakResult& p, const ReportOpti
   s.allocated_bytes = p.counter.allocated_bytes;
   s.snapshot_taken = p.at_peak.taken;
   if (p.at_peak.taken) {
-    s.top = ResolveGroups(p.at_peak.groups, p.at_peak.total_bytes, options, resolver);
+    s.top = ResolveGroups(p.at_peak.groups, p.at_peak.total_bytes, options, resolver, a.grouper.get());
     s.group_count = p.at_peak.group_count;
     s.other_bytes = p.at_peak.total_bytes;
     s.other_count = p.at_peak.total_count;

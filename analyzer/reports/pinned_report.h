@@ -23,8 +23,9 @@ struct PinnedSpike {
   uint32_t thread = 0;                  // the thread and stack that allocated the most in the window
   std::string thread_name;
   uint64_t stack_id = 0;
-  uint64_t allocated_bytes = 0;         // by that thread and stack
-  std::vector<Frame> stack;
+  uint64_t allocated_bytes = 0;         // by that thread and group of stacks
+  std::vector<Frame> stack;             // of the group's largest stack
+  GroupLabel label;
 };
 
 struct PinnedReport {

@@ -9,8 +9,25 @@ double Share(uint64_t part, uint64_t whole) {
   return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
 }
 
+GroupLabel LabelGroup(const GroupKey& key, uint64_t stack, uint64_t stacks, const StackGrouper* grouper,
+                      FrameResolver& resolver) {
+  GroupLabel label;
+  label.kind = key.kind;
+  label.stacks = stacks;
+  if (key.kind != GroupKey::Kind::kStack) label.group_frame = resolver.ResolvePc(key.value);
+  if (key.kind == GroupKey::Kind::kFrame) {
+    label.user_frame = label.group_frame;
+  } else if (key.kind == GroupKey::Kind::kStack && grouper != nullptr) {
+    if (const std::optional<uint64_t>& pc = grouper->Describe(stack).user_frame; pc.has_value()) {
+      label.user_frame = resolver.ResolvePc(*pc);
+    }
+  }
+  return label;
+}
+
 std::vector<ResolvedGroup> ResolveGroups(const std::vector<StackGroup>& groups, uint64_t total_bytes,
-                                         const ReportOptions& options, FrameResolver& resolver) {
+                                         const ReportOptions& options, FrameResolver& resolver,
+                                         const StackGrouper* grouper) {
   std::vector<ResolvedGroup> out;
   const size_t n = std::min(groups.size(), options.top);
   out.reserve(n);
@@ -21,6 +38,7 @@ std::vector<ResolvedGroup> ResolveGroups(const std::vector<StackGroup>& groups, 
     g.count = groups[i].count;
     g.share = Share(g.bytes, total_bytes);
     g.frames = resolver.ResolveStack(g.stack_id, options.frames);
+    g.label = LabelGroup(groups[i].key, groups[i].stack, groups[i].stacks, grouper, resolver);
     out.push_back(std::move(g));
   }
   return out;

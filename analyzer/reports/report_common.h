@@ -4,6 +4,7 @@
 #define CUMEMTRACE_ANALYZER_REPORTS_REPORT_COMMON_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,23 +18,38 @@ struct ReportOptions {
   size_t frames = 8;   // frames per stack, innermost first
 };
 
+// What a group (or one stack) is keyed by, resolved: see stack_grouper.h.
+struct GroupLabel {
+  GroupKey::Kind kind = GroupKey::Kind::kStack;
+  uint64_t stacks = 1;               // distinct stacks merged
+  std::optional<Frame> user_frame;   // the innermost user (or matching) frame; none: the stack has none
+  std::optional<Frame> group_frame;  // the frame the group is keyed by (kFrame, kFallback); none for kStack
+};
+
 struct ResolvedGroup {
-  uint64_t stack_id = 0;
+  uint64_t stack_id = 0;  // the group's largest stack
   uint64_t bytes = 0;
   uint64_t count = 0;
   double share = 0;  // bytes / the total the group is part of (0 when that total is 0)
-  std::vector<Frame> frames;
+  std::vector<Frame> frames;  // of stack_id
+  GroupLabel label;
 };
 
 // What the trace says about itself and about the tool that wrote it.
 struct Overview {
   const TraceInfo* info = nullptr;
   ModelStats model;
+  std::string group_by = "stack";  // GroupingName of the grouping the reports used
 };
+
+// The label of a group keyed by `key` whose largest stack is `stack` (`grouper` null: a plain stack).
+GroupLabel LabelGroup(const GroupKey& key, uint64_t stack, uint64_t stacks, const StackGrouper* grouper,
+                      FrameResolver& resolver);
 
 // Groups [0, top) of `groups`, each with up to `frames` frames; share against `total_bytes`.
 std::vector<ResolvedGroup> ResolveGroups(const std::vector<StackGroup>& groups, uint64_t total_bytes,
-                                         const ReportOptions& options, FrameResolver& resolver);
+                                         const ReportOptions& options, FrameResolver& resolver,
+                                         const StackGrouper* grouper = nullptr);
 
 double Share(uint64_t part, uint64_t whole);
 

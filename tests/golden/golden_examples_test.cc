@@ -56,6 +56,30 @@ TEST(GoldenExamples, LeakyMatchesComputeSanitizer) {
   EXPECT_TRUE(StackHas(resolver, a->ooms[0].event.stack, "leaky", "planted_oom"));
 }
 
+// Grouped by user frame (the CLI's default), the same leaks land on the program's own functions, not on the static
+// CUDA runtime linked into the same executable: leak_model_weights (two calls, one group) and leak_scratch.
+TEST(GoldenExamples, LeakyGroupsByUserFrame) {
+  AnalyzeOptions options;
+  options.grouping.by = GroupBy::kUser;
+  absl::StatusOr<std::unique_ptr<Analysis>> a =
+      Analyze(std::string(CUMEMTRACE_EXAMPLES_DIR) + "/leaky_h200.pb", options);
+  ASSERT_TRUE(a.ok()) << a.status();
+  FrameResolver resolver((*a)->stacks, (*a)->symbols, (*a)->python_frames);
+  uint64_t weights = 0, scratch = 0, weights_stacks = 0;
+  for (const LeakGroup& g : (*a)->leaks) {
+    ASSERT_EQ(g.key.kind, GroupKey::Kind::kFrame);
+    const std::string& f = resolver.ResolvePc(g.key.value).function;
+    if (f.find("leak_model_weights") != std::string::npos) {
+      weights += g.bytes;
+      weights_stacks += g.stacks;
+    }
+    if (f.find("leak_scratch") != std::string::npos) scratch += g.bytes;
+  }
+  EXPECT_EQ(weights, 3145728u + 5242880u);
+  EXPECT_EQ(scratch, 7340032u);
+  EXPECT_EQ(weights_stacks, 2u);
+}
+
 TEST(GoldenExamples, TorchTrainingMatchesPytorchCounters) {
   auto a = Load("torch_train_pinned_h200.pb");
   ASSERT_NE(a, nullptr);

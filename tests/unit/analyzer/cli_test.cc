@@ -131,7 +131,7 @@ TEST_F(Cli, SummaryJsonHasEveryReport) {
   Result r = Tool({path(), "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   JsonValue j = Json(r);
-  EXPECT_EQ(j["schema_version"].integer(), 1);
+  EXPECT_EQ(j["schema_version"].integer(), 2);
   EXPECT_EQ(j["command"].str(), "summary");
   EXPECT_EQ(j["trace"].str(), path());
   for (const char* key : {"process", "devices", "threads", "health", "peaks", "device_totals", "leaks", "leak_totals",
@@ -348,9 +348,14 @@ TEST_F(Cli, TextReports) {
                    "host         pinned_host  12.0 KiB  0.010 s     2     8.0 KiB\n"),
             std::string::npos)
       << s;
-  EXPECT_NE(s.find("       350 B   53.8%  2 allocations     stack #3\n"
+  EXPECT_NE(Tool({path(), "--group-by", "stack"}).out.find("       350 B   53.8%  2 allocations     stack #3\n"
                    "        ?? (libtorch.so+0x200)\n"
                    "        torch::train()  (libtorch.so)\n"),
+            std::string::npos)
+      << s;
+  // By default the same group is keyed by its innermost frame outside the runtime: the scenario has no user code.
+  EXPECT_NE(s.find("       350 B   53.8%  2 allocations     no user frame; in ?? (libtorch.so+0x200)  (stack #3)\n"
+                   "        ?? (libtorch.so+0x200)\n"),
             std::string::npos)
       << s;
   EXPECT_NE(s.find("Leaks: 8.3 KiB in 3 allocations live at the end of the trace"), std::string::npos) << s;

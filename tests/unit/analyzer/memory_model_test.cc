@@ -251,7 +251,7 @@ TEST(StackGroups, GroupAtPeaksEqualsSnapshotsTakenAtThePeak) {
     MemoryModel one;
     for (const Event& e : events) one.Apply(e);
     std::map<std::pair<int32_t, int>, GroupedSnapshot> fast;
-    GroupAtPeaks(one.live(), one.timelines(), 1000, [&](int32_t device, int series, GroupedSnapshot g) {
+    GroupAtPeaks(one.live(), one.timelines(), 1000, nullptr, [&](int32_t device, int series, GroupedSnapshot g) {
       fast[{device, series}] = std::move(g);
     });
     // Brute force.

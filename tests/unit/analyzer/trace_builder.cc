@@ -140,6 +140,51 @@ TraceBuilder& TraceBuilder::Symbols(const std::vector<uint64_t>& pcs, const std:
   return Packet(p);
 }
 
+TraceBuilder& TraceBuilder::SymbolsWithLines(const std::vector<uint64_t>& pcs, const std::vector<uint32_t>& functions,
+                                             const std::vector<uint32_t>& modules,
+                                             const std::vector<uint64_t>& offsets,
+                                             const std::vector<uint32_t>& files, const std::vector<uint32_t>& lines) {
+  format::Packet p;
+  format::Symbols* s = p.mutable_symbols();
+  for (uint64_t v : pcs) s->add_pc(v);
+  for (uint32_t v : functions) s->add_function(v);
+  for (uint32_t v : modules) s->add_module(v);
+  for (uint64_t v : offsets) s->add_offset(v);
+  for (uint32_t v : files) s->add_file(v);
+  for (uint32_t v : lines) s->add_line(v);
+  return Packet(p);
+}
+
+TraceBuilder& TraceBuilder::PythonFrames(uint32_t first_id, const std::vector<uint32_t>& functions,
+                                         const std::vector<uint32_t>& files, const std::vector<uint32_t>& lines) {
+  format::Packet p;
+  format::PythonFrames* f = p.mutable_python_frames();
+  f->set_first_id(first_id);
+  for (uint32_t v : functions) f->add_function(v);
+  for (uint32_t v : files) f->add_file(v);
+  for (uint32_t v : lines) f->add_line(v);
+  return Packet(p);
+}
+
+uint64_t TraceBuilder::Stack(const std::vector<uint64_t>& pcs) {
+  // The prefix tree grows from the outermost frame: walk the stack from its end.
+  std::vector<uint64_t> parents, new_pcs;
+  uint64_t first_new = 0;
+  uint64_t parent = 0;
+  for (auto it = pcs.rbegin(); it != pcs.rend(); ++it) {
+    auto [node, inserted] = nodes_.try_emplace({parent, *it}, next_node_);
+    if (inserted) {
+      if (first_new == 0) first_new = next_node_;
+      parents.push_back(parent);
+      new_pcs.push_back(*it);
+      ++next_node_;
+    }
+    parent = node->second;
+  }
+  if (first_new != 0) StackNodes(first_new, parents, new_pcs);
+  return parent;
+}
+
 format::EventBatch TraceBuilder::Encode(const std::vector<Ev>& events, const EncodeOptions& options) {
   format::EventBatch b;
   if (events.empty()) return b;

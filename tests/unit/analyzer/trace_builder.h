@@ -5,6 +5,8 @@
 #define CUMEMTRACE_TESTS_UNIT_ANALYZER_TRACE_BUILDER_H_
 
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -59,6 +61,16 @@ class TraceBuilder {
   // One symbol per pc: function string id, module id, offset.
   TraceBuilder& Symbols(const std::vector<uint64_t>& pcs, const std::vector<uint32_t>& functions,
                         const std::vector<uint32_t>& modules, const std::vector<uint64_t>& offsets);
+  // Symbols with source file and line (string ids) per pc.
+  TraceBuilder& SymbolsWithLines(const std::vector<uint64_t>& pcs, const std::vector<uint32_t>& functions,
+                                 const std::vector<uint32_t>& modules, const std::vector<uint64_t>& offsets,
+                                 const std::vector<uint32_t>& files, const std::vector<uint32_t>& lines);
+  // Python frames first_id, first_id + 1, ...: function, file (string ids) and line each.
+  TraceBuilder& PythonFrames(uint32_t first_id, const std::vector<uint32_t>& functions,
+                             const std::vector<uint32_t>& files, const std::vector<uint32_t>& lines);
+  // Interns the stack `pcs` (innermost first; PyPc(id) for Python frames, PyPc(0) for the "no Python frames"
+  // marker) as the preload does, writing a StackNodes packet for the nodes not seen before; returns its id.
+  uint64_t Stack(const std::vector<uint64_t>& pcs);
   TraceBuilder& Events(const std::vector<Ev>& events, const EncodeOptions& options = {});
   TraceBuilder& Batch(const format::EventBatch& batch);
   TraceBuilder& Trailer(uint64_t events, int64_t end_time_ns);
@@ -75,7 +87,12 @@ class TraceBuilder {
 
  private:
   std::string bytes_;
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> nodes_;  // (parent, pc) -> id, for Stack()
+  uint64_t next_node_ = 1;
 };
+
+// The stack node pc naming Python frame `id` (0: the "no Python frames on this thread" marker).
+inline constexpr uint64_t PyPc(uint64_t id) { return format::PcOfPythonFrameId(id); }
 
 // One packet framed as Trace.packet (tag 0x0a, varint length, bytes).
 std::string Frame(const format::Packet& packet);
