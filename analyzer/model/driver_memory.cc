@@ -2,6 +2,7 @@
 #include "analyzer/model/driver_memory.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace cumemtrace::analyzer {
 
@@ -25,7 +26,10 @@ void DriverMemoryTracker::Evaluate(uint64_t seq, const OwnerTracker& live) {
 
 void DriverMemoryTracker::Take(const MemorySample& sample, uint64_t arrival, uint64_t traced) {
   const uint64_t used = sample.free_bytes >= sample.total_bytes ? 0 : sample.total_bytes - sample.free_bytes;
-  const int64_t unexplained = static_cast<int64_t>(used) - static_cast<int64_t>(traced);
+  // In 128 bits and clamped: a damaged sample may claim more than 2^63 bytes.
+  const __int128 difference = static_cast<__int128>(used) - static_cast<__int128>(traced);
+  const int64_t unexplained = static_cast<int64_t>(
+      std::clamp<__int128>(difference, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
   auto [it, first] = devices_.try_emplace(sample.device);
   PerDevice& d = it->second;
   DriverMemory& r = d.result;

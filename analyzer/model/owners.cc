@@ -99,9 +99,10 @@ uint32_t OwnerTracker::Intern(const OwnerName& name) {
 }
 
 uint32_t OwnerTracker::OwnerOf(uint64_t stack) {
-  if (stack == last_stack_) return last_owner_;
+  if (have_last_ && stack == last_stack_) return last_owner_;
   auto it = by_stack_.find(stack);
   const uint32_t owner = it != by_stack_.end() ? it->second : (by_stack_[stack] = Classify(stack));
+  have_last_ = true;
   last_stack_ = stack;
   last_owner_ = owner;
   return owner;

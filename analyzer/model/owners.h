@@ -128,7 +128,8 @@ class OwnerTracker {
   std::vector<OwnerName> names_;
   absl::flat_hash_map<std::string, uint32_t> by_slug_;
   absl::flat_hash_map<uint64_t, uint32_t> by_stack_;
-  uint64_t last_stack_ = ~uint64_t{0};
+  bool have_last_ = false;  // last_stack_ and last_owner_ hold a classified stack (any id is possible)
+  uint64_t last_stack_ = 0;
   uint32_t last_owner_ = 0;
   struct PcClass {
     bool found = false;  // the pc lies in a known module

@@ -69,7 +69,7 @@ TEST_F(Cli, UsageErrorsExit2WithOneLine) {
   r = Tool({"frobnicate", path()});
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err,
-            "cumem-analyze: unknown subcommand 'frobnicate' (one of: summary, peak, leaks, pinned, oom, events) (see "
+            "cumem-analyze: unknown subcommand 'frobnicate' (one of: summary, peak, leaks, pinned, oom, events, ranks) (see "
             "cumem-analyze --help)\n");
 }
 
