@@ -100,8 +100,17 @@ uint32_t OwnerTracker::Intern(const OwnerName& name) {
 
 uint32_t OwnerTracker::OwnerOf(uint64_t stack) {
   if (have_last_ && stack == last_stack_) return last_owner_;
-  auto it = by_stack_.find(stack);
-  const uint32_t owner = it != by_stack_.end() ? it->second : (by_stack_[stack] = Classify(stack));
+  uint32_t owner;
+  if (stack < kMaxDense) {
+    if (stack >= dense_by_stack_.size()) {
+      dense_by_stack_.resize(std::clamp<size_t>(dense_by_stack_.size() * 2, stack + 1, kMaxDense), kUnclassified);
+    }
+    owner = dense_by_stack_[stack];
+    if (owner == kUnclassified) owner = dense_by_stack_[stack] = Classify(stack);
+  } else {
+    auto it = by_stack_.find(stack);
+    owner = it != by_stack_.end() ? it->second : (by_stack_[stack] = Classify(stack));
+  }
   have_last_ = true;
   last_stack_ = stack;
   last_owner_ = owner;

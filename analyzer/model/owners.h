@@ -127,6 +127,11 @@ class OwnerTracker {
   const std::string& executable_;
   std::vector<OwnerName> names_;
   absl::flat_hash_map<std::string, uint32_t> by_slug_;
+  // Stack ids are consecutive node ids in a well-formed trace: dense_by_stack_[id] (kUnclassified until seen);
+  // ids beyond kMaxDense go to by_stack_. As StackTable does, memory follows the nodes the trace has.
+  static constexpr uint32_t kUnclassified = ~uint32_t{0};
+  static constexpr uint64_t kMaxDense = uint64_t{1} << 24;
+  std::vector<uint32_t> dense_by_stack_;
   absl::flat_hash_map<uint64_t, uint32_t> by_stack_;
   bool have_last_ = false;  // last_stack_ and last_owner_ hold a classified stack (any id is possible)
   uint64_t last_stack_ = 0;
