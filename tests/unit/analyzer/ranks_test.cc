@@ -1,5 +1,7 @@
 // `cumem-analyze ranks` end to end through RunCli, and the summary's owner and driver sections in JSON and text:
 // ordering by rank, the spread of device peaks, owners at each peak, and one line naming a bad trace.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -79,6 +81,9 @@ struct RankFiles {
   std::string r1, r0, p7, p5;
 };
 
+// Named per process: ctest runs the tests that write them as parallel processes.
+std::string Unique(const std::string& name) { return std::to_string(getpid()) + "_" + name; }
+
 RankFiles WriteRankTraces() {
   RankFiles f;
   Ev fail = Alloc(4, 4, 0, uint64_t{1} << 40, 2);
@@ -86,17 +91,17 @@ RankFiles WriteRankTraces() {
   f.r1 = RankTrace(1, 300, "node-b")
              .Events({Alloc(1, 1, 0x1000, 2000, 2), Alloc(2, 2, 0x2000, 1000, 6), Free(3, 3, 0x1000), fail})
              .Trailer(4, kStartNs + 10'000'000)
-             .Write("rank1.pb");
+             .Write(Unique("rank1.pb"));
   f.r0 = RankTrace(0, 200, "node-a").Events({Alloc(1, 1, 0x1000, 1500, 2)}).Trailer(1, kStartNs + 10'000'000)
-             .Write("rank0.pb");
+             .Write(Unique("rank0.pb"));
   f.p7 = RankTrace(-1, 7, "node-c")
              .Events({Alloc(1, 5, 0x1000, 2000, 6, Api::kCudaMalloc, 1), Free(2, 6, 0x1000, Api::kCudaFree, 1)})
              .Trailer(2, kStartNs + 10'000'000)
-             .Write("pid7.pb");
+             .Write(Unique("pid7.pb"));
   f.p5 = RankTrace(-1, 5, "node-c")
              .Events({Alloc(1, 1, 0x1000, 4096, 2, Api::kCudaHostAlloc, -1)})
              .Trailer(1, kStartNs + 10'000'000)
-             .Write("pid5.pb");
+             .Write(Unique("pid5.pb"));
   return f;
 }
 
@@ -173,8 +178,8 @@ TEST(Ranks, Text) {
 
 TEST(Ranks, BadOrMissingTraceIsOneLineNamingItExit1) {
   const RankFiles f = WriteRankTraces();
-  const std::string bad = WriteTempFile("rank_bad.pb", "this is not a trace");
-  for (const std::string& wrong : {bad, ::testing::TempDir() + "/rank_missing.pb"}) {
+  const std::string bad = WriteTempFile(Unique("rank_bad.pb"), "this is not a trace");
+  for (const std::string& wrong : {bad, ::testing::TempDir() + "/" + Unique("rank_missing.pb")}) {
     Result r = Tool({"ranks", f.r0, wrong, "--json"});
     EXPECT_EQ(r.code, 1);
     EXPECT_EQ(r.out, "");
@@ -202,7 +207,7 @@ TEST(SummaryOwners, JsonAndText) {
                                .MemorySample(0, 80'000'000'000 - 5000, 80'000'000'000, 2)
                                .MemorySample(0, 80'000'000'000 - 1500, 80'000'000'000, 3)
                                .Trailer(3, kStartNs + 10'000'000)
-                               .Write("summary_owners.pb");
+                               .Write(Unique("summary_owners.pb"));
   Result r = Tool({path, "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   JsonValue j = Json(r);
@@ -240,7 +245,7 @@ TEST(SummaryOwners, JsonAndText) {
   EXPECT_NE(text.out.find("PyTorch (caching allocator)"), std::string::npos) << text.out;
 
   const std::string plain =
-      RankTrace(0, 1, "h").Events({Alloc(1, 1, 0x1000, 10, 2)}).Trailer(1, kStartNs).Write("summary_plain.pb");
+      RankTrace(0, 1, "h").Events({Alloc(1, 1, 0x1000, 10, 2)}).Trailer(1, kStartNs).Write(Unique("summary_plain.pb"));
   Result none = Tool({plain});
   EXPECT_NE(none.out.find("driver: the trace has no memory samples"), std::string::npos) << none.out;
   Result none_json = Tool({plain, "--json"});
