@@ -8,11 +8,14 @@
 #include "analyzer/command_line.h"
 #include "analyzer/model/analysis.h"
 #include "analyzer/render/json_events.h"
+#include "analyzer/render/json_ranks.h"
 #include "analyzer/render/json_reports.h"
 #include "analyzer/render/output.h"
 #include "analyzer/render/text_events.h"
+#include "analyzer/render/text_ranks.h"
 #include "analyzer/render/text_reports.h"
 #include "analyzer/reports/events_report.h"
+#include "analyzer/reports/ranks_report.h"
 #include "analyzer/reports/summary_report.h"
 #include "analyzer/tools/redact_command.h"
 #include "analyzer/tools/symbolize_command.h"
@@ -100,6 +103,23 @@ int RunTool(const CommandLine& cl, std::FILE* out, std::FILE* err) {
   return kExitOk;
 }
 
+// Every trace is read before anything is printed: one unreadable trace is one line naming it, and no report.
+int RunRanks(const CommandLine& cl, std::FILE* out, std::FILE* err) {
+  AnalyzeOptions options;
+  options.peak_snapshots = options.oom_snapshots = options.pinned = false;
+  std::vector<RankEntry> entries;
+  for (const std::string& path : cl.traces) {
+    absl::StatusOr<std::unique_ptr<Analysis>> analysis = Analyze(path, options);
+    if (!analysis.ok()) return Fail(analysis.status(), err);
+    Warn((*analysis)->info, err);
+    entries.push_back(BuildRankEntry(**analysis));
+  }
+  const RanksReport report = BuildRanksReport(std::move(entries));
+  Write(cl.json ? RanksJson(report) : RanksText(report), out);
+  std::fflush(out);
+  return kExitOk;
+}
+
 std::string Render(const CommandLine& cl, const Analysis& a) {
   FrameResolver resolver(a.stacks, a.symbols, a.python_frames);
   const ReportOptions options = ReportOptionsFor(cl);
@@ -160,6 +180,7 @@ int RunCli(const std::vector<std::string>& args, std::FILE* out, std::FILE* err)
   }
   if (cl.command == Command::kEvents) return RunEvents(cl, out, err);
   if (cl.command == Command::kSymbolize || cl.command == Command::kRedact) return RunTool(cl, out, err);
+  if (cl.command == Command::kRanks) return RunRanks(cl, out, err);
 
   absl::StatusOr<std::unique_ptr<Analysis>> analysis = Analyze(cl.trace, OptionsFor(cl));
   if (!analysis.ok()) return Fail(analysis.status(), err);

@@ -18,6 +18,7 @@ constexpr Subcommand kSubcommands[] = {
     {"summary", Command::kSummary}, {"peak", Command::kPeak}, {"leaks", Command::kLeaks},
     {"pinned", Command::kPinned},   {"oom", Command::kOom},   {"events", Command::kEvents},
     {"symbolize", Command::kSymbolize}, {"redact", Command::kRedact},
+    {"ranks", Command::kRanks},
 };
 
 absl::Status ParseCount(absl::string_view flag, absl::string_view value, size_t max, size_t* out) {
@@ -134,11 +135,17 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
       }
     }
   }
+  if (cl.command == Command::kRanks) {
+    if (positional.size() == next) return absl::InvalidArgumentError("missing the trace files after 'ranks'");
+    cl.traces.assign(positional.begin() + static_cast<std::ptrdiff_t>(next), positional.end());
+    cl.trace = cl.traces.front();
+    return cl;
+  }
   if (positional.size() > next + 1) {
     if (next == 0) {
       return absl::InvalidArgumentError(absl::StrCat("unknown subcommand '", positional[0],
                                                      "' (one of: summary, peak, leaks, pinned, oom, events, "
-                                                     "symbolize, redact)"));
+                                                     "ranks, symbolize, redact)"));
     }
     return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", positional[next + 1], "'"));
   }
@@ -164,6 +171,7 @@ std::string UsageText() {
   return R"(usage: cumem-analyze [subcommand] TRACE.pb [--json] [--top N] [--frames N] [--group-by HOW]
        cumem-analyze symbolize TRACE.pb [-o OUT.pb] [--debug-dir DIR]...
        cumem-analyze redact TRACE.pb -o OUT.pb
+       cumem-analyze ranks TRACE.pb TRACE.pb... [--json]
 
 Reads a cumemtrace trace and says what held CUDA memory, when, and who allocated it.
 
@@ -175,6 +183,8 @@ subcommands:
   pinned    pinned host memory over time: peak, the windows where it rose most, and who caused them
   oom       every failed allocation: request, driver error, free memory, what was live then, who asked
   events    every event in sequence order (for debugging)
+  ranks     the traces of the ranks of one job side by side: each device's peak, who held it, leaks,
+            failed allocations, and the spread of device peaks across ranks
   symbolize writes a copy with names, files and lines from the binaries for pcs that lack them (a process
             that died before writing its symbols); modules are found by path when the build id matches, else
             as DIR/.build-id/xx/rest.debug or DIR/<file name> of each --debug-dir; default OUT: TRACE with

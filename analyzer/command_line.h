@@ -1,6 +1,6 @@
 // Parses cumem-analyze's command line: `cumem-analyze [subcommand] trace.pb [--json] [--top N] [--frames N]
 // [--group-by user|stack|frame=REGEX]`, and the tools that write a new trace: `symbolize IN.pb [-o OUT.pb]
-// [--debug-dir DIR]...`, `redact IN.pb -o OUT.pb`.
+// [--debug-dir DIR]...`, `redact IN.pb -o OUT.pb`; and `ranks A.pb B.pb ... [--json]`.
 // Pure: it reads no file and prints nothing, so that usage errors are testable and say exactly what is wrong.
 #ifndef CUMEMTRACE_ANALYZER_COMMAND_LINE_H_
 #define CUMEMTRACE_ANALYZER_COMMAND_LINE_H_
@@ -15,12 +15,13 @@
 
 namespace cumemtrace::analyzer {
 
-enum class Command { kSummary, kPeak, kLeaks, kPinned, kOom, kEvents, kSymbolize, kRedact, kHelp, kVersion };
+enum class Command { kSummary, kPeak, kLeaks, kPinned, kOom, kEvents, kRanks, kSymbolize, kRedact, kHelp, kVersion };
 
 struct CommandLine {
   Command command = Command::kSummary;
   std::string command_name = "summary";
-  std::string trace;
+  std::string trace;                // the (first) trace
+  std::vector<std::string> traces;  // ranks: every trace, in the order given
   bool json = false;
   size_t top = 10;
   bool top_given = false;

@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "analyzer/model/driver_memory.h"
 #include "analyzer/model/memory_model.h"
+#include "analyzer/model/owners.h"
 #include "analyzer/model/pinned_tracker.h"
 #include "analyzer/model/python_frame_table.h"
 #include "analyzer/model/stack_grouper.h"
@@ -99,6 +101,8 @@ struct Analysis {
   std::vector<OomRecord> ooms;         // in replay order
   uint64_t oom_count = 0;              // all failed allocations, kept or not
   PinnedResult pinned;
+  std::vector<OwnerUsage> owners;            // memory by owner per device (owners.h)
+  std::vector<DriverMemory> driver_memory;  // per GPU with MemorySample packets (driver_memory.h)
   bool second_pass = false;  // the pinned changes outgrew their log and the trace was read again
 
   // nullptr if (device, series) had no allocation.

@@ -186,6 +186,8 @@ void ScanPass::FinishLeaks() {
 
 bool ScanPass::Finish() {
   a_.model = model_.stats();
+  a_.owners = owners_.Results();
+  a_.driver_memory = driver_.Finish(owners_);
 
   for (const DeviceSeries* d : model_.timelines().Devices()) {
     for (int series = 1; series < kNumSeries; ++series) {

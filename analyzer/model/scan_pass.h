@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "analyzer/model/analysis.h"
+#include "analyzer/model/driver_memory.h"
+#include "analyzer/model/owners.h"
 
 namespace cumemtrace::analyzer {
 
@@ -27,6 +29,7 @@ class ScanPass : public TraceVisitor {
     a_.info.has_trailer = true;
     a_.info.trailer = trailer;
   }
+  void OnMemorySample(const MemorySample& sample) override { driver_.Add(sample, owners_); }
   void OnEvent(const Event& event) override;
   void OnEvents(absl::Span<const Event> events) override;
 
@@ -38,6 +41,8 @@ class ScanPass : public TraceVisitor {
   void FinishLeaks();
   void After(const Event& event, const Outcome& outcome, uint64_t index) {
     a_.info.NoteEventTime(event.time_ns);
+    driver_.Before(event.seq, owners_);  // samples taken before this event see the owners' state without it
+    owners_.Apply(event, outcome);
     if (outcome.effect == Effect::kFailedAlloc) KeepOom(event, index);
     if (options_.pinned && !pinned_overflow_) LogPinned(event, outcome);
   }
@@ -48,6 +53,8 @@ class ScanPass : public TraceVisitor {
   Analysis& a_;
   const AnalyzeOptions& options_;
   MemoryModel model_;
+  OwnerTracker owners_{a_.stacks, a_.symbols, a_.info.header.executable};
+  DriverMemoryTracker driver_;
   std::vector<OomRecord> first_ooms_;
   std::deque<OomRecord> last_ooms_;
   // The last OOM snapshot: when, of what, and the live set's version then.

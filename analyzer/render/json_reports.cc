@@ -3,6 +3,7 @@
 #include "analyzer/render/json_reports.h"
 
 #include "analyzer/render/json_common.h"
+#include "analyzer/render/json_owners.h"
 
 namespace cumemtrace::analyzer {
 namespace {
@@ -197,6 +198,7 @@ std::string SummaryJson(const Overview& overview, const SummaryReport& r) {
     WriteLeaks(w, r.leaks);
     WriteOoms(w, r.ooms);
     WritePinned(w, r.pinned);
+    WriteOwnersJson(w, r);
   });
 }
 

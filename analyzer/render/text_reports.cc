@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "analyzer/model/timelines.h"
 #include "analyzer/render/text_common.h"
+#include "analyzer/render/text_owners.h"
 
 namespace cumemtrace::analyzer {
 namespace {
@@ -337,6 +338,8 @@ std::string SummaryText(const Overview& o, const SummaryReport& r) {
   AppendProcess(o, &out);
   AppendPeakTable(r.peak, &out);
   for (const PeakSection* s : OrderedSections(r.peak, false, false)) AppendPeakSection(*s, &out);
+  AppendOwnersText(r, &out);
+  AppendDriverMemoryText(r, &out);
 
   out += LeakHeadline(r.leaks);
   if (!r.leaks.top.empty()) {

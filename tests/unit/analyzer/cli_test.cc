@@ -2,6 +2,8 @@
 // in JSON (checked value by value against the scenario's hand-worked numbers) and in text.
 #include "analyzer/cli.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -55,7 +57,10 @@ std::vector<std::string> Functions(const JsonValue& stack) {
 
 class Cli : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { path_ = new std::string(WriteScenario("cli_scenario.pb")); }
+  // Named per process: ctest runs each test as its own process, in parallel, and each sets the suite up.
+  static void SetUpTestSuite() {
+    path_ = new std::string(WriteScenario("cli_scenario_" + std::to_string(getpid()) + ".pb"));
+  }
   static const std::string& path() { return *path_; }
   static std::string* path_;
 };
@@ -70,7 +75,7 @@ TEST_F(Cli, UsageErrorsExit2WithOneLine) {
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err,
             "cumem-analyze: unknown subcommand 'frobnicate' (one of: summary, peak, leaks, pinned, oom, events, "
-            "symbolize, redact) (see cumem-analyze --help)\n");
+            "ranks, symbolize, redact) (see cumem-analyze --help)\n");
 }
 
 TEST_F(Cli, HelpAndVersion) {

@@ -263,4 +263,43 @@ TraceBuilder& TraceBuilder::Raw(const std::string& bytes) {
 
 std::string TraceBuilder::Write(const std::string& name) const { return WriteTempFile(name, bytes_); }
 
+format::Header TraceBuilder::RankHeader(int32_t rank, int32_t local_rank, int32_t world_size, int32_t pid,
+                                        const std::string& hostname, const std::string& executable) {
+  format::Header h = DefaultHeader();
+  if (rank >= 0) h.set_rank(rank);
+  if (local_rank >= 0) h.set_local_rank(local_rank);
+  if (world_size >= 0) h.set_world_size(world_size);
+  h.set_pid(pid);
+  h.set_hostname(hostname);
+  h.set_executable(executable);
+  return h;
+}
+
+TraceBuilder& TraceBuilder::NamedModule(uint32_t id, const std::string& path) {
+  return Module(id, path, ModuleBase(id), ModuleBase(id), ModuleBase(id) + 0x10000);
+}
+
+TraceBuilder& TraceBuilder::Stack(uint64_t first_id, const std::vector<uint64_t>& pcs_innermost_first,
+                                  uint64_t* leaf) {
+  std::vector<uint64_t> parents, pcs;
+  for (size_t i = 0; i < pcs_innermost_first.size(); ++i) {
+    parents.push_back(i == 0 ? 0 : first_id + i - 1);
+    pcs.push_back(pcs_innermost_first[pcs_innermost_first.size() - 1 - i]);
+  }
+  *leaf = first_id + pcs_innermost_first.size() - 1;
+  return StackNodes(first_id, parents, pcs);
+}
+
+TraceBuilder& TraceBuilder::MemorySample(int32_t device, uint64_t free_bytes, uint64_t total_bytes,
+                                         uint64_t after_seq, int64_t time_ns) {
+  format::Packet p;
+  format::MemorySample* m = p.mutable_memory_sample();
+  m->set_time_ns(time_ns);
+  m->set_device(device);
+  m->set_free_bytes(free_bytes);
+  m->set_total_bytes(total_bytes);
+  m->set_after_seq(after_seq);
+  return Packet(p);
+}
+
 }  // namespace cumemtrace::analyzer::test

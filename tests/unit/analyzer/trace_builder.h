@@ -85,6 +85,21 @@ class TraceBuilder {
 
   static format::EventBatch Encode(const std::vector<Ev>& events, const EncodeOptions& options = {});
 
+  // --- Owners, driver samples and ranks ---
+  // DefaultHeader() with rank fields, pid, host name and executable set (rank fields < 0 are left unset).
+  static format::Header RankHeader(int32_t rank, int32_t local_rank, int32_t world_size, int32_t pid,
+                                   const std::string& hostname, const std::string& executable = "/usr/bin/python3");
+  // Module `id` at [ModuleBase(id), ModuleBase(id) + 0x10000), load bias = its start.
+  TraceBuilder& NamedModule(uint32_t id, const std::string& path);
+  static uint64_t ModuleBase(uint32_t id) { return uint64_t{0x10000000} + uint64_t{id} * 0x100000; }
+  // A pc inside NamedModule `id`.
+  static uint64_t PcIn(uint32_t id, uint64_t offset = 0x40) { return ModuleBase(id) + offset; }
+  // A chain of stack nodes first_id, first_id + 1, ... holding `pcs` given innermost first; returns the innermost
+  // node's id (the stack id events carry) in `*leaf`.
+  TraceBuilder& Stack(uint64_t first_id, const std::vector<uint64_t>& pcs_innermost_first, uint64_t* leaf);
+  TraceBuilder& MemorySample(int32_t device, uint64_t free_bytes, uint64_t total_bytes, uint64_t after_seq,
+                             int64_t time_ns = kStartNs);
+
  private:
   std::string bytes_;
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> nodes_;  // (parent, pc) -> id, for Stack()
