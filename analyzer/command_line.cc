@@ -17,8 +17,7 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"summary", Command::kSummary}, {"peak", Command::kPeak}, {"leaks", Command::kLeaks},
     {"pinned", Command::kPinned},   {"oom", Command::kOom},   {"events", Command::kEvents},
-    {"symbolize", Command::kSymbolize}, {"redact", Command::kRedact},
-    {"ranks", Command::kRanks},
+    {"ranks", Command::kRanks},     {"symbolize", Command::kSymbolize}, {"redact", Command::kRedact},
 };
 
 absl::Status ParseCount(absl::string_view flag, absl::string_view value, size_t max, size_t* out) {
