@@ -83,6 +83,19 @@ enum class NoticeCode : uint32_t {
   kSymbolsFromDebugInfo = 5,
 };
 
+// Notice codes as reports and JSON spell them (trace.proto's Notice.Code names, lower case).
+inline constexpr const char* NoticeCodeName(NoticeCode code) {
+  switch (code) {
+    case NoticeCode::kPythonUnsupported: return "python_unsupported";
+    case NoticeCode::kPythonLayoutMismatch: return "python_layout_mismatch";
+    case NoticeCode::kCuptiUnavailable: return "cupti_unavailable";
+    case NoticeCode::kCuptiOnlyEvent: return "cupti_only_event";
+    case NoticeCode::kSymbolsFromDebugInfo: return "symbols_from_debug_info";
+    case NoticeCode::kUnknown: break;
+  }
+  return "unknown";
+}
+
 // A stack node pc with this bit set names a Python frame (PythonFrames id) instead of an address; id 0 = "no Python
 // frames on this thread". User-space addresses on every platform cumemtrace runs on leave bit 63 clear.
 inline constexpr uint64_t kPythonFramePcBit = 1ull << 63;

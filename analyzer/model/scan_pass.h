@@ -29,6 +29,7 @@ class ScanPass : public TraceVisitor {
     a_.info.has_trailer = true;
     a_.info.trailer = trailer;
   }
+  void OnNotice(const NoticeInfo& notice) override { a_.info.notices.push_back(notice); }
   void OnMemorySample(const MemorySample& sample) override { driver_.Add(sample, owners_); }
   void OnEvent(const Event& event) override;
   void OnEvents(absl::Span<const Event> events) override;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "analyzer/reader/trace_reader.h"
 
@@ -18,6 +19,7 @@ struct TraceInfo {
   std::map<uint32_t, ThreadInfo> threads;  // by index, latest packet wins (names change)
   bool has_trailer = false;
   TrailerInfo trailer;
+  std::vector<NoticeInfo> notices;  // what the tool said about how the trace was taken, in file order
   ReadStats stats;
   bool has_events = false;
   int64_t first_event_time_ns = 0;

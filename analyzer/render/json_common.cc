@@ -108,6 +108,20 @@ void WriteProcess(JsonWriter& w, const TraceInfo& info) {
   w.Member("duration_ns", info.DurationNs());
   w.Member("driver_version", h.driver_version);
   w.Member("stack_depth", h.stack_depth);
+  auto optional_int = [&](const char* name, int32_t value) {  // -1: not set by the launcher
+    w.Key(name);
+    if (value >= 0) {
+      w.Int(value);
+    } else {
+      w.Null();
+    }
+  };
+  optional_int("rank", h.rank);
+  optional_int("local_rank", h.local_rank);
+  optional_int("world_size", h.world_size);
+  w.Member("forked_child", h.forked_child);
+  w.Member("python_frames_enabled", h.python_frames_enabled);
+  w.Member("cupti_enabled", h.cupti_enabled);
   w.EndObject();
 }
 
@@ -181,12 +195,25 @@ void WriteHealth(JsonWriter& w, const Overview& o) {
   trailer_field("wrapper_slots_exhausted", t.wrapper_slots_exhausted);
   trailer_field("recorder_time_ns", t.recorder_time_ns);
   trailer_field("flushes", t.flushes);
+  trailer_field("python_stacks", t.python_stacks);
+  trailer_field("python_failures", t.python_failures);
+  trailer_field("memory_samples", t.memory_samples);
+  trailer_field("cupti_only_events", t.cupti_only_events);
   w.Key("end_time_ns");
   if (info.has_trailer) {
     w.Int(info.Relative(t.end_time_ns));
   } else {
     w.Null();
   }
+  w.Key("notices");
+  w.BeginArray();
+  for (const NoticeInfo& n : info.notices) {
+    w.BeginObject();
+    w.Member("code", format::NoticeCodeName(n.code));
+    w.Member("message", n.message);
+    w.EndObject();
+  }
+  w.EndArray();
   w.EndObject();
 }
 

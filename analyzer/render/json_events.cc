@@ -44,6 +44,7 @@ void JsonEventSink::Row(const EventRow& r) {
   w.Member("thread_name", *r.thread_name);
   w.Member("result", r.result);
   w.Member("stack_id", r.stack_id);
+  w.Member("cupti_only", r.cupti_only);
   w.EndObject();
   out_.MaybeFlush();
 }

@@ -256,12 +256,20 @@ void AppendHealth(const Overview& o, std::string* out) {
     if (t.wrapper_slots_exhausted != 0) {
       absl::StrAppendFormat(out, ", %d driver pointers not wrapped", t.wrapper_slots_exhausted);
     }
+    if (info.header.python_frames_enabled) {
+      absl::StrAppendFormat(out, "; %d stacks with Python frames", t.python_stacks);
+      if (t.python_failures != 0) absl::StrAppendFormat(out, " (%d Python frame chains broken)", t.python_failures);
+    }
+    if (info.header.cupti_enabled) {
+      absl::StrAppendFormat(out, "; CUPTI saw %d memory calls interposition missed", t.cupti_only_events);
+    }
   } else if (info.stats.truncated) {
     absl::StrAppendFormat(out, "; the trace is cut off at byte %d", info.stats.truncated_at);
   } else {
     absl::StrAppend(out, "; no trailer (the process did not exit cleanly)");
   }
   out->append("\n");
+  for (const NoticeInfo& n : info.notices) absl::StrAppendFormat(out, "Note: %s\n", n.message);
 }
 
 }  // namespace

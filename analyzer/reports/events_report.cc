@@ -44,6 +44,7 @@ class EventsVisitor : public TraceVisitor {
     row.thread = e.thread;
     row.thread_name = &info_.ThreadName(e.thread);
     row.result = e.result;
+    row.cupti_only = e.cupti_only;
     row.stack_id = e.stack;
     sink_.Row(row);
   }

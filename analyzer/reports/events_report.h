@@ -31,6 +31,7 @@ struct EventRow {
   const std::string* thread_name = nullptr;  // never null
   int32_t result = 0;
   uint64_t stack_id = 0;
+  bool cupti_only = false;  // seen by CUPTI, missed by interposition
 };
 
 class EventSink {
