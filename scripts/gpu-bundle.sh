@@ -27,4 +27,13 @@ ldd "$build_dir/analyzer/cumem-analyze" | awk '/=> \// {print $3}' |
   grep -v -E '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' | while read -r lib; do
   cp -L "$lib" "$lib_dir/"
 done
+# Smoke test of what will travel: a stale object once made the bundled analyzer crash on the GPU machine while the
+# development build read the same traces; the bundle is refused unless it reads a shipped GPU trace.
+for cmd in summary peak leaks oom pinned; do
+  if ! "$bundle/analyzer/cumem-analyze" "$cmd" examples/torch_train_pinned_h200.pb --json >/dev/null; then
+    echo "gpu-bundle.sh: the bundled cumem-analyze failed on '$cmd' of examples/torch_train_pinned_h200.pb;" \
+      "rebuild $build_dir from clean (ninja -C $build_dir -t clean)" >&2
+    exit 1
+  fi
+done
 du -sh "$bundle"

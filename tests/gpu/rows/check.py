@@ -529,8 +529,9 @@ def check_pinned_register(table, inp):
               det)
     active = to_int(hs.get("active_bytes.peak"))
     table.add("%s: in-use peak (the other counter)" % label, "host_memory_stats active_bytes.peak = %s" %
-              fmt_bytes(active), "registered peak %s" % fmt_bytes(peak["peak"]), "active <= registered",
-              verdict(active is not None and active <= peak["peak"]) if active is not None else "INFO")
+              fmt_bytes(active), "registered peak %s" % fmt_bytes(peak["peak"]), "reported", "INFO",
+              ["run 4 (2026-11-22) found PyTorch's own active_bytes.peak above its allocated_bytes.peak in this "
+               "mode, so active <= registered is no relation to test; allocated_bytes.peak is the oracle above"])
     n = to_int(hs.get("num_host_alloc"))
     if n is not None:
         table.add("%s: number of cudaHostRegister" % label, "num_host_alloc = %d" % n, len(registered), "==",
