@@ -8,9 +8,13 @@
 #include <string>
 #include <vector>
 
+#include <cstdio>
+
+#include "analyzer/cli.h"
 #include "gtest/gtest.h"
 #include "proto/format.h"
 #include "tests/e2e/e2e_support.h"
+#include "tests/unit/analyzer/json_value.h"
 
 namespace cumemtrace::e2e {
 namespace {
@@ -84,7 +88,7 @@ class PythonStacks : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     RunOptions options;
-    options.program_path = "/usr/bin/python3";
+    options.program_path = E2E_PYTHON;
     options.args = {kScript, E2E_PROGRAM_DIR};
     run_ = new RunResult(RunProgram(options));
     trace_ = new CollectedTrace(CollectTrace(run_->trace_path));
@@ -188,9 +192,112 @@ TEST_F(PythonStacks, ThreadWithoutPythonSaysSo) {
   EXPECT_EQ(pcs.back(), format::PcOfPythonFrameId(format::kNoPythonFramesId));
 }
 
+// The same trace through cumem-analyze's JSON, as a user sees it: Python frames with kind, file, line and function,
+// and the default grouping by the innermost frame of the user's own code.
+std::string ReadAndClose(std::FILE* f) {
+  std::rewind(f);
+  std::string text;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), f)) > 0;) text.append(buffer, n);
+  std::fclose(f);
+  return text;
+}
+
+analyzer::test::JsonValue AnalyzeJson(const std::vector<std::string>& args) {
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  const int code = analyzer::RunCli(args, out, err);
+  const std::string text = ReadAndClose(out);
+  const std::string errors = ReadAndClose(err);
+  EXPECT_EQ(code, 0) << errors;
+  std::string error;
+  std::optional<analyzer::test::JsonValue> json = analyzer::test::JsonValue::Parse(text, &error);
+  EXPECT_TRUE(json.has_value()) << error;
+  return json.value_or(analyzer::test::JsonValue());
+}
+
+// The top groups of device 0's peak.
+const analyzer::test::JsonValue* DevicePeakTop(const analyzer::test::JsonValue& json) {
+  for (const analyzer::test::JsonValue& peak : json["peaks"].array()) {
+    if (peak["device"].integer() == 0 && peak["kind"].str() == "device") return &peak["top"];
+  }
+  ADD_FAILURE() << "no peak of device 0";
+  return nullptr;
+}
+
+std::vector<std::string> PythonFramesText(const analyzer::test::JsonValue& stack) {
+  std::vector<std::string> frames;
+  for (const analyzer::test::JsonValue& f : stack.array()) {
+    if (f["kind"].str() == "python") {
+      frames.push_back(f["function"].str() + ":" + std::to_string(f["line"].integer()));
+      EXPECT_EQ(f["file"].str().find("/") == 0, true) << f["file"].str();
+    }
+  }
+  return frames;
+}
+
+TEST_F(PythonStacks, AnalyzerJsonGroupsByTheUsersLine) {
+  const std::map<std::string, uint32_t> lines = MarkerLines();
+  analyzer::test::JsonValue json = AnalyzeJson({"peak", run_->trace_path, "--json"});
+  EXPECT_EQ(json["group_by"].str(), "user");
+  EXPECT_TRUE(json["process"]["python_frames_enabled"].boolean());
+  const analyzer::test::JsonValue* top = DevicePeakTop(json);
+  ASSERT_NE(top, nullptr);
+  // 1 MiB (main thread) and 3 MiB (the second thread) were both allocated at inner's line: one group.
+  bool saw_inner = false, saw_method = false, saw_native_thread = false;
+  for (const analyzer::test::JsonValue& group : top->array()) {
+    const analyzer::test::JsonValue& user = group["user_frame"];
+    if (!user.is_null() && user["function"].str() == "inner") {
+      saw_inner = true;
+      EXPECT_EQ(group["bytes"].uinteger(), 4u << 20);
+      EXPECT_EQ(group["stacks"].uinteger(), 2u);
+      EXPECT_EQ(user["kind"].str(), "python");
+      EXPECT_EQ(user["file"].str(), kScript);
+      EXPECT_EQ(user["line"].uinteger(), lines.at("inner"));
+    } else if (!user.is_null() && user["function"].str() == "Model.allocate") {
+      saw_method = true;
+      EXPECT_EQ(group["bytes"].uinteger(), 2u << 20);
+      EXPECT_EQ(user["line"].uinteger(), lines.at("method"));
+    } else if (group["bytes"].uinteger() == (4u << 20)) {
+      saw_native_thread = true;  // the C thread: its outermost frame is the no-Python marker
+      const analyzer::test::JsonValue& stack = group["stack"];
+      ASSERT_GT(stack.size(), 0u);
+      EXPECT_EQ(stack[stack.size() - 1]["kind"].str(), "no_python");
+    }
+  }
+  EXPECT_TRUE(saw_inner);
+  EXPECT_TRUE(saw_method);
+  EXPECT_TRUE(saw_native_thread);
+}
+
+TEST_F(PythonStacks, AnalyzerJsonStacksCarryEachThreadsPythonFrames) {
+  const std::map<std::string, uint32_t> lines = MarkerLines();
+  analyzer::test::JsonValue json = AnalyzeJson({"peak", run_->trace_path, "--json", "--group-by", "stack"});
+  const analyzer::test::JsonValue* top = DevicePeakTop(json);
+  ASSERT_NE(top, nullptr);
+  auto at = [&](const char* tag) { return std::to_string(lines.at(tag)); };
+  bool saw_main = false, saw_thread = false;
+  for (const analyzer::test::JsonValue& group : top->array()) {
+    std::vector<std::string> frames = PythonFramesText(group["stack"]);
+    if (group["bytes"].uinteger() == (1u << 20)) {
+      saw_main = true;
+      EXPECT_EQ(frames, (std::vector<std::string>{"inner:" + at("inner"), "outer:" + at("outer"),
+                                                  "main:" + at("main_outer"), "<module>:" + at("module")}));
+    } else if (group["bytes"].uinteger() == (3u << 20)) {
+      saw_thread = true;
+      ASSERT_GE(frames.size(), 4u);
+      EXPECT_EQ(std::vector<std::string>(frames.begin(), frames.begin() + 3),
+                (std::vector<std::string>{"inner:" + at("inner"), "outer:" + at("outer"), "worker:" + at("worker")}));
+      EXPECT_EQ(frames[3].rfind("Thread.run:", 0), 0u) << frames[3];
+    }
+  }
+  EXPECT_TRUE(saw_main);
+  EXPECT_TRUE(saw_thread);
+}
+
 TEST(PythonStacksOff, EnvironmentTurnsThemOff) {
   RunOptions options;
-  options.program_path = "/usr/bin/python3";
+  options.program_path = E2E_PYTHON;
   options.args = {kScript, E2E_PROGRAM_DIR};
   options.env = {{"CUMEMTRACE_PYTHON", "0"}};
   RunResult run = RunProgram(options);
