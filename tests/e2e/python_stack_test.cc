@@ -311,6 +311,58 @@ TEST(PythonStacksOff, EnvironmentTurnsThemOff) {
   RemoveRunDir(run);
 }
 
+// Versions and layouts this machine cannot run, through a program that exports what the preload reads of a CPython
+// (tests/e2e/programs/fake_python.cc): the preload must fall back to native frames and say why, once.
+struct FakePythonCase {
+  const char* version;
+  const char* code_size;
+  format::NoticeCode expected;  // kUnknown: no Python notice
+  const char* message_part;
+};
+
+class FakePython : public ::testing::TestWithParam<FakePythonCase> {};
+
+TEST_P(FakePython, FallsBackToNativeFramesAndSaysWhyOnce) {
+  const FakePythonCase& c = GetParam();
+  RunOptions options;
+  options.program = "fake_python";
+  options.env = {{"FAKE_PY_VERSION", c.version}, {"FAKE_PY_CODE_SIZE", c.code_size}};
+  RunResult run = RunProgram(options);
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  CollectedTrace trace = CollectTrace(run.trace_path);
+  ASSERT_TRUE(trace.status.ok()) << trace.status;
+  ASSERT_EQ(trace.events.size(), 2u);
+  int python_notices = 0;
+  for (const analyzer::NoticeInfo& n : trace.notices) {
+    if (n.code != format::NoticeCode::kPythonUnsupported && n.code != format::NoticeCode::kPythonLayoutMismatch) {
+      continue;
+    }
+    ++python_notices;
+    EXPECT_EQ(n.code, c.expected) << n.message;
+    EXPECT_NE(n.message.find(c.message_part), std::string::npos) << n.message;
+  }
+  EXPECT_EQ(python_notices, c.expected == format::NoticeCode::kUnknown ? 0 : 1);
+  // Unsupported: native frames only. Supported: the thread has no Python state, which its stacks say.
+  bool marker = false;
+  for (const auto& [id, node] : trace.stack_nodes) {
+    if (format::IsPythonFramePc(node.pc)) {
+      EXPECT_EQ(format::PythonFrameIdOfPc(node.pc), format::kNoPythonFramesId);
+      marker = true;
+    }
+  }
+  EXPECT_EQ(marker, c.expected == format::NoticeCode::kUnknown);
+  EXPECT_EQ(trace.trailer.python_stacks, 0u);
+  RemoveRunDir(run);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Versions, FakePython,
+    ::testing::Values(FakePythonCase{"0x030c03f0", "192", format::NoticeCode::kUnknown, ""},
+                      FakePythonCase{"0x030d01f0", "192", format::NoticeCode::kPythonUnsupported, "Python 3.13.1"},
+                      FakePythonCase{"0x030a0cf0", "192", format::NoticeCode::kPythonUnsupported, "Python 3.10.12"},
+                      FakePythonCase{"0x030c03f0", "200", format::NoticeCode::kPythonLayoutMismatch,
+                                     "code objects are 200 bytes"}));
+
 // A C program (no Python in the process) gets no marker frames and no notice.
 TEST(PythonStacksAbsent, NativeProgramHasNoPythonFrames) {
   RunOptions options;
