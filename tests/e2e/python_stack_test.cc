@@ -8,12 +8,10 @@
 #include <string>
 #include <vector>
 
-#include <cstdio>
-
-#include "analyzer/cli.h"
 #include "gtest/gtest.h"
 #include "proto/format.h"
 #include "tests/e2e/e2e_support.h"
+#include "tests/unit/analyzer/cli_runner.h"
 #include "tests/unit/analyzer/json_value.h"
 
 namespace cumemtrace::e2e {
@@ -194,26 +192,10 @@ TEST_F(PythonStacks, ThreadWithoutPythonSaysSo) {
 
 // The same trace through cumem-analyze's JSON, as a user sees it: Python frames with kind, file, line and function,
 // and the default grouping by the innermost frame of the user's own code.
-std::string ReadAndClose(std::FILE* f) {
-  std::rewind(f);
-  std::string text;
-  char buffer[4096];
-  for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), f)) > 0;) text.append(buffer, n);
-  std::fclose(f);
-  return text;
-}
-
 analyzer::test::JsonValue AnalyzeJson(const std::vector<std::string>& args) {
-  std::FILE* out = std::tmpfile();
-  std::FILE* err = std::tmpfile();
-  const int code = analyzer::RunCli(args, out, err);
-  const std::string text = ReadAndClose(out);
-  const std::string errors = ReadAndClose(err);
-  EXPECT_EQ(code, 0) << errors;
-  std::string error;
-  std::optional<analyzer::test::JsonValue> json = analyzer::test::JsonValue::Parse(text, &error);
-  EXPECT_TRUE(json.has_value()) << error;
-  return json.value_or(analyzer::test::JsonValue());
+  analyzer::test::ToolResult r = analyzer::test::Tool(args);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return analyzer::test::Json(r);
 }
 
 // The top groups of device 0's peak.

@@ -10,44 +10,13 @@
 
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "tests/unit/analyzer/cli_runner.h"
 #include "tests/unit/analyzer/json_value.h"
 #include "tests/unit/analyzer/scenario.h"
 
 namespace cumemtrace::analyzer::test {
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadAll(std::FILE* f) {
-  std::string s;
-  std::rewind(f);
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) s.append(buf, n);
-  std::fclose(f);
-  return s;
-}
-
-Result Tool(const std::vector<std::string>& args) {
-  std::FILE* out = std::tmpfile();
-  std::FILE* err = std::tmpfile();
-  Result r;
-  r.code = RunCli(args, out, err);
-  r.out = ReadAll(out);
-  r.err = ReadAll(err);
-  return r;
-}
-
-JsonValue Json(const Result& r) {
-  std::string error;
-  std::optional<JsonValue> v = JsonValue::Parse(r.out, &error);
-  EXPECT_TRUE(v.has_value()) << error << "\n" << r.out;
-  return v.value_or(JsonValue());
-}
 
 std::vector<std::string> Functions(const JsonValue& stack) {
   std::vector<std::string> out;
@@ -67,7 +36,7 @@ class Cli : public ::testing::Test {
 std::string* Cli::path_ = nullptr;
 
 TEST_F(Cli, UsageErrorsExit2WithOneLine) {
-  Result r = Tool({});
+  ToolResult r = Tool({});
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "cumem-analyze: missing the trace file (see cumem-analyze --help)\n");
   EXPECT_EQ(r.out, "");
@@ -79,7 +48,7 @@ TEST_F(Cli, UsageErrorsExit2WithOneLine) {
 }
 
 TEST_F(Cli, HelpAndVersion) {
-  Result r = Tool({"--help"});
+  ToolResult r = Tool({"--help"});
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.out.rfind("usage: cumem-analyze [subcommand] TRACE.pb", 0), 0u);
   r = Tool({"--version"});
@@ -90,12 +59,12 @@ TEST_F(Cli, HelpAndVersion) {
 TEST_F(Cli, BadInputExit1WithOneLine) {
   const std::string empty = WriteTempFile("cli_empty.pb", "");
   for (std::string command : {"summary", "peak", "leaks", "pinned", "oom", "events"}) {
-    Result r = Tool({command, empty});
+    ToolResult r = Tool({command, empty});
     EXPECT_EQ(r.code, 1) << command;
     EXPECT_EQ(r.err, "cumem-analyze: " + empty + ": empty file, not a trace\n") << command;
   }
   const std::string text = WriteTempFile("cli_text.pb", "not a trace at all");
-  Result r = Tool({text, "--json"});
+  ToolResult r = Tool({text, "--json"});
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.err, "cumem-analyze: " + text + ": not a cumemtrace trace (no header)\n");
   EXPECT_EQ(r.out, "");
@@ -104,7 +73,7 @@ TEST_F(Cli, BadInputExit1WithOneLine) {
 TEST_F(Cli, WarningsForCutOffAndUncleanTraces) {
   const std::string bytes = ScenarioTrace(false).bytes();
   const std::string no_trailer = WriteTempFile("cli_no_trailer.pb", bytes);
-  Result r = Tool({no_trailer});
+  ToolResult r = Tool({no_trailer});
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.err, "warning: " + no_trailer + " has no trailer: the process did not exit cleanly\n");
 
@@ -133,7 +102,7 @@ TEST_F(Cli, WarningsForCutOffAndUncleanTraces) {
 }
 
 TEST_F(Cli, SummaryJsonHasEveryReport) {
-  Result r = Tool({path(), "--json"});
+  ToolResult r = Tool({path(), "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   JsonValue j = Json(r);
   EXPECT_EQ(j["schema_version"].integer(), 2);
@@ -184,7 +153,7 @@ TEST_F(Cli, SummaryJsonHasEveryReport) {
 }
 
 TEST_F(Cli, PeakJsonGroupsAndStacks) {
-  Result r = Tool({"peak", path(), "--json"});
+  ToolResult r = Tool({"peak", path(), "--json"});
   ASSERT_EQ(r.code, 0);
   JsonValue j = Json(r);
   EXPECT_EQ(j["command"].str(), "peak");
@@ -224,7 +193,7 @@ TEST_F(Cli, PeakJsonGroupsAndStacks) {
 }
 
 TEST_F(Cli, LeaksJson) {
-  Result r = Tool({"leaks", path(), "--json"});
+  ToolResult r = Tool({"leaks", path(), "--json"});
   JsonValue j = Json(r);
   ASSERT_EQ(j["leaks"].size(), 3u);
   EXPECT_EQ(j["leaks"][0]["device"].integer(), -1);
@@ -242,7 +211,7 @@ TEST_F(Cli, LeaksJson) {
 }
 
 TEST_F(Cli, OomJson) {
-  Result r = Tool({"oom", path(), "--json"});
+  ToolResult r = Tool({"oom", path(), "--json"});
   JsonValue j = Json(r);
   ASSERT_EQ(j["ooms"].size(), 1u);
   const JsonValue& o = j["ooms"][0];
@@ -268,7 +237,7 @@ TEST_F(Cli, OomJson) {
 }
 
 TEST_F(Cli, PinnedJson) {
-  Result r = Tool({"pinned", path(), "--json"});
+  ToolResult r = Tool({"pinned", path(), "--json"});
   JsonValue j = Json(r);
   EXPECT_EQ(j["pinned"]["peak_bytes"].uinteger(), 12288u);
   EXPECT_EQ(j["pinned"]["peak_time_ns"].integer(), 10'500'000);
@@ -289,7 +258,7 @@ TEST_F(Cli, PinnedJson) {
 }
 
 TEST_F(Cli, EventsJsonInSeqOrder) {
-  Result r = Tool({"events", path(), "--json"});
+  ToolResult r = Tool({"events", path(), "--json"});
   ASSERT_EQ(r.code, 0);
   JsonValue j = Json(r);
   const JsonValue& ev = j["events"];
@@ -322,7 +291,7 @@ TEST_F(Cli, EventsJsonInSeqOrder) {
 }
 
 TEST_F(Cli, EventsText) {
-  Result r = Tool({"events", path()});
+  ToolResult r = Tool({"events", path()});
   ASSERT_EQ(r.code, 0);
   std::vector<std::string> lines = absl::StrSplit(r.out, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 15u);
@@ -335,7 +304,7 @@ TEST_F(Cli, EventsText) {
 }
 
 TEST_F(Cli, TextReports) {
-  Result r = Tool({path()});
+  ToolResult r = Tool({path()});
   ASSERT_EQ(r.code, 0);
   const std::string& s = r.out;
   EXPECT_NE(s.find("process     pid 4242  python train.py"), std::string::npos) << s;

@@ -25,6 +25,7 @@
 #include "analyzer/reports/oom_report.h"
 #include "analyzer/reports/peak_report.h"
 #include "gtest/gtest.h"
+#include "tests/unit/analyzer/cli_runner.h"
 #include "tests/unit/analyzer/json_value.h"
 #include "tests/unit/analyzer/trace_builder.h"
 
@@ -89,37 +90,6 @@ std::unique_ptr<Analysis> Load(const std::string& path, GroupBy by, const std::s
   return a.ok() ? *std::move(a) : nullptr;
 }
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string ReadAll(std::FILE* f) {
-  std::string s;
-  std::rewind(f);
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) s.append(buf, n);
-  std::fclose(f);
-  return s;
-}
-
-Result Tool(const std::vector<std::string>& args) {
-  std::FILE* out = std::tmpfile();
-  std::FILE* err = std::tmpfile();
-  Result r;
-  r.code = RunCli(args, out, err);
-  r.out = ReadAll(out);
-  r.err = ReadAll(err);
-  return r;
-}
-
-JsonValue Json(const Result& r) {
-  std::string error;
-  std::optional<JsonValue> v = JsonValue::Parse(r.out, &error);
-  EXPECT_TRUE(v.has_value()) << error << "\n" << r.out;
-  return v.value_or(JsonValue());
-}
 
 TEST(PythonFrames, ResolverNamesPythonFramesAndTheMarker) {
   Stacks s;
@@ -255,7 +225,7 @@ TEST(Grouping, OomSnapshotsMergeAtTheEnd) {
 
 TEST(PythonView, OomAndLeaksOpenWithADiagnosis) {
   const std::string path = WritePythonTrace("py_cli.pb");
-  Result r = Tool({"oom", path});
+  ToolResult r = Tool({"oom", path});
   ASSERT_EQ(r.code, 0) << r.err;
   std::vector<std::string> lines;
   for (size_t at = 0, nl; (nl = r.out.find('\n', at)) != std::string::npos; at = nl + 1) {
@@ -341,7 +311,7 @@ TEST(PythonView, JsonShape) {
 }
 
 TEST(PythonView, GroupByErrorsAreOneLine) {
-  Result r = Tool({"peak", "x.pb", "--group-by", "line"});
+  ToolResult r = Tool({"peak", "x.pb", "--group-by", "line"});
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "cumem-analyze: --group-by takes user, stack or frame=REGEX, not 'line' (see cumem-analyze --help)\n");
   r = Tool({"peak", "x.pb", "--group-by=frame=(unclosed"});

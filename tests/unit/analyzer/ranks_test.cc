@@ -11,6 +11,7 @@
 #include "analyzer/command_line.h"
 #include "analyzer/render/json_common.h"
 #include "gtest/gtest.h"
+#include "tests/unit/analyzer/cli_runner.h"
 #include "tests/unit/analyzer/json_value.h"
 #include "tests/unit/analyzer/trace_builder.h"
 
@@ -19,38 +20,6 @@ namespace {
 
 using format::Api;
 
-struct Result {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadAll(std::FILE* f) {
-  std::string s;
-  std::rewind(f);
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) s.append(buf, n);
-  std::fclose(f);
-  return s;
-}
-
-Result Tool(const std::vector<std::string>& args) {
-  std::FILE* out = std::tmpfile();
-  std::FILE* err = std::tmpfile();
-  Result r;
-  r.code = RunCli(args, out, err);
-  r.out = ReadAll(out);
-  r.err = ReadAll(err);
-  return r;
-}
-
-JsonValue Json(const Result& r) {
-  std::string error;
-  std::optional<JsonValue> v = JsonValue::Parse(r.out, &error);
-  EXPECT_TRUE(v.has_value()) << error << "\n" << r.out;
-  return v.value_or(JsonValue());
-}
 
 enum : uint32_t { kCuda = 1, kC10Cuda, kNccl };
 
@@ -107,7 +76,7 @@ RankFiles WriteRankTraces() {
 
 TEST(Ranks, JsonSortedByRankWithSpreadAndOwnersAtPeak) {
   const RankFiles f = WriteRankTraces();
-  Result r = Tool({"ranks", f.r1, f.r0, f.p7, f.p5, "--json"});
+  ToolResult r = Tool({"ranks", f.r1, f.r0, f.p7, f.p5, "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   JsonValue j = Json(r);
   EXPECT_EQ(j["schema_version"].integer(), kJsonSchemaVersion);
@@ -162,7 +131,7 @@ TEST(Ranks, JsonSortedByRankWithSpreadAndOwnersAtPeak) {
 
 TEST(Ranks, Text) {
   const RankFiles f = WriteRankTraces();
-  Result r = Tool({"ranks", f.r1, f.r0, f.p7, f.p5});
+  ToolResult r = Tool({"ranks", f.r1, f.r0, f.p7, f.p5});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("Ranks: 4 traces"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("pytorch 2.0 KiB, nccl 1000 B"), std::string::npos) << r.out;
@@ -180,13 +149,13 @@ TEST(Ranks, BadOrMissingTraceIsOneLineNamingItExit1) {
   const RankFiles f = WriteRankTraces();
   const std::string bad = WriteTempFile(Unique("rank_bad.pb"), "this is not a trace");
   for (const std::string& wrong : {bad, ::testing::TempDir() + "/" + Unique("rank_missing.pb")}) {
-    Result r = Tool({"ranks", f.r0, wrong, "--json"});
+    ToolResult r = Tool({"ranks", f.r0, wrong, "--json"});
     EXPECT_EQ(r.code, 1);
     EXPECT_EQ(r.out, "");
     EXPECT_NE(r.err.find(wrong), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
-  Result usage = Tool({"ranks"});
+  ToolResult usage = Tool({"ranks"});
   EXPECT_EQ(usage.code, 2);
   EXPECT_NE(usage.err.find("missing the trace files after 'ranks'"), std::string::npos) << usage.err;
 }
@@ -208,7 +177,7 @@ TEST(SummaryOwners, JsonAndText) {
                                .MemorySample(0, 80'000'000'000 - 1500, 80'000'000'000, 3)
                                .Trailer(3, kStartNs + 10'000'000)
                                .Write(Unique("summary_owners.pb"));
-  Result r = Tool({path, "--json"});
+  ToolResult r = Tool({path, "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   JsonValue j = Json(r);
   const JsonValue& owners = j["owners"];
@@ -236,7 +205,7 @@ TEST(SummaryOwners, JsonAndText) {
   EXPECT_EQ(driver[0]["unexplained_max"].integer(), 2000);
   EXPECT_EQ(driver[0]["unexplained_last"].integer(), 500);
 
-  Result text = Tool({path});
+  ToolResult text = Tool({path});
   ASSERT_EQ(text.code, 0);
   EXPECT_NE(text.out.find("driver, device 0: 4.9 KiB used at most; traced allocations explain 2.9 KiB of it; "
                           "2.0 KiB is context, other processes or untraced memory"),
@@ -246,9 +215,9 @@ TEST(SummaryOwners, JsonAndText) {
 
   const std::string plain =
       RankTrace(0, 1, "h").Events({Alloc(1, 1, 0x1000, 10, 2)}).Trailer(1, kStartNs).Write(Unique("summary_plain.pb"));
-  Result none = Tool({plain});
+  ToolResult none = Tool({plain});
   EXPECT_NE(none.out.find("driver: the trace has no memory samples"), std::string::npos) << none.out;
-  Result none_json = Tool({plain, "--json"});
+  ToolResult none_json = Tool({plain, "--json"});
   EXPECT_EQ(Json(none_json)["driver_memory"].size(), 0u);
 }
 
