@@ -23,8 +23,9 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && gre
   fi
 else
   cmake --build "$build_dir" --target cumem-analyze
-  trace=examples/torch_train_pinned_h200.pb
-  echo "demo: no GPU here; reporting on $trace, captured on an NVIDIA H200 (see docs/validation.md)"
+  trace=examples/story_oom_h200.pb
+  echo "demo: no GPU here; reporting on $trace, captured on an NVIDIA H200 (docs/validation.md run 5):"
+  echo "      a PyTorch validation loop that keeps its outputs on the GPU until cudaMalloc fails"
 fi
 echo
 "$analyze" "$trace"
