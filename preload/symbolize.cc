@@ -171,10 +171,9 @@ void WriteSymbolTable(ByteBuffer* out, const StackTable& stacks, ModuleMap& modu
   if (!names->WritePending(out)) out->ClearError();
   for (size_t first = 0; first < r.pcs.size(); first += kEntriesPerPacket) {
     size_t n = r.pcs.size() - first < kEntriesPerPacket ? r.pcs.size() - first : kEntriesPerPacket;
-    bool ok = stats.pcs_with_lines > 0
-                  ? WriteSymbolsWithLines(out, &r.pcs[first], &r.functions[first], &r.modules[first],
-                                          &r.offsets[first], &r.files[first], &r.lines[first], n)
-                  : WriteSymbols(out, &r.pcs[first], &r.functions[first], &r.modules[first], &r.offsets[first], n);
+    const bool with_lines = stats.pcs_with_lines > 0;
+    bool ok = WriteSymbols(out, &r.pcs[first], &r.functions[first], &r.modules[first], &r.offsets[first],
+                           with_lines ? &r.files[first] : nullptr, with_lines ? &r.lines[first] : nullptr, n);
     if (!ok) out->ClearError();
   }
   r.Release();

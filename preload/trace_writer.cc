@@ -131,26 +131,17 @@ bool WriteStrings(ByteBuffer* out, uint32_t first_id, const char* const* values,
 }
 
 bool WriteSymbols(ByteBuffer* out, const uint64_t* pcs, const uint32_t* functions, const uint32_t* modules,
-                  const uint64_t* offsets, size_t count) {
+                  const uint64_t* offsets, const uint32_t* files, const uint32_t* lines, size_t count) {
   PacketScope p(out, f::packet::kSymbols);
   WireEncoder& e = p.enc();
   PackedVarints(e, f::symbols::kPc, count, [&](size_t i) { return pcs[i]; });
   PackedVarints(e, f::symbols::kFunction, count, [&](size_t i) { return functions[i]; });
   PackedVarints(e, f::symbols::kModule, count, [&](size_t i) { return modules[i]; });
   PackedVarints(e, f::symbols::kOffset, count, [&](size_t i) { return offsets[i]; });
-  return p.Finish();
-}
-
-bool WriteSymbolsWithLines(ByteBuffer* out, const uint64_t* pcs, const uint32_t* functions, const uint32_t* modules,
-                           const uint64_t* offsets, const uint32_t* files, const uint32_t* lines, size_t count) {
-  PacketScope p(out, f::packet::kSymbols);
-  WireEncoder& e = p.enc();
-  PackedVarints(e, f::symbols::kPc, count, [&](size_t i) { return pcs[i]; });
-  PackedVarints(e, f::symbols::kFunction, count, [&](size_t i) { return functions[i]; });
-  PackedVarints(e, f::symbols::kModule, count, [&](size_t i) { return modules[i]; });
-  PackedVarints(e, f::symbols::kOffset, count, [&](size_t i) { return offsets[i]; });
-  PackedVarints(e, f::symbols::kFile, count, [&](size_t i) { return files[i]; });
-  PackedVarints(e, f::symbols::kLine, count, [&](size_t i) { return lines[i]; });
+  if (files != nullptr && lines != nullptr) {
+    PackedVarints(e, f::symbols::kFile, count, [&](size_t i) { return files[i]; });
+    PackedVarints(e, f::symbols::kLine, count, [&](size_t i) { return lines[i]; });
+  }
   return p.Finish();
 }
 

@@ -77,17 +77,16 @@ bool WriteModule(ByteBuffer* out, const ModuleEntry& module);
 // Nodes [first_id, end_id) of `table`.
 bool WriteStackNodes(ByteBuffer* out, const StackTable& table, uint64_t first_id, uint64_t end_id);
 bool WriteStrings(ByteBuffer* out, uint32_t first_id, const char* const* values, size_t count);
+// Symbols for `count` pcs; `files` and `lines` (string ids and lines from debug info) may both be null: the columns
+// are then left out.
 bool WriteSymbols(ByteBuffer* out, const uint64_t* pcs, const uint32_t* functions, const uint32_t* modules,
-                  const uint64_t* offsets, size_t count);
+                  const uint64_t* offsets, const uint32_t* files, const uint32_t* lines, size_t count);
 // Python frames [first_id, first_id + count): string ids of function and file, and the line.
 bool WritePythonFrames(ByteBuffer* out, uint32_t first_id, const uint32_t* functions, const uint32_t* files,
                        const uint32_t* lines, size_t count);
 bool WriteMemorySample(ByteBuffer* out, const MemorySampleRecord& sample);
 // `code` is a format::NoticeCode value.
 bool WriteNotice(ByteBuffer* out, uint32_t code, const char* message, int64_t time_ns);
-// Symbols with file and line (string ids; 0 = unknown) for each pc, from debug info.
-bool WriteSymbolsWithLines(ByteBuffer* out, const uint64_t* pcs, const uint32_t* functions, const uint32_t* modules,
-                           const uint64_t* offsets, const uint32_t* files, const uint32_t* lines, size_t count);
 bool WriteEventBatch(ByteBuffer* out, const EventRecord* events, size_t count);
 bool WriteTrailer(ByteBuffer* out, const TrailerRecord& trailer);
 

@@ -149,7 +149,7 @@ TEST_F(EncoderConformance, StringsAndSymbols) {
   const uint32_t functions[] = {2, 0};
   const uint32_t modules[] = {1, 300};
   const uint64_t offsets[] = {0x10, 0};
-  ASSERT_TRUE(WriteSymbols(&buffer_, pcs, functions, modules, offsets, 2));
+  ASSERT_TRUE(WriteSymbols(&buffer_, pcs, functions, modules, offsets, nullptr, nullptr, 2));
   cumemtrace::format::Trace trace;
   ASSERT_TRUE(trace.ParseFromArray(buffer_.data(), static_cast<int>(buffer_.size())));
   ASSERT_EQ(trace.packet_size(), 2);
@@ -165,6 +165,27 @@ TEST_F(EncoderConformance, StringsAndSymbols) {
   EXPECT_EQ(sym.function(1), 0u);
   EXPECT_EQ(sym.module(1), 300u);
   EXPECT_EQ(sym.offset(0), 0x10u);
+  EXPECT_EQ(sym.file_size(), 0);  // no debug info: the columns are left out
+  EXPECT_EQ(sym.line_size(), 0);
+}
+
+TEST_F(EncoderConformance, SymbolsWithFilesAndLines) {
+  const uint64_t pcs[] = {0x401000, 0x402000};
+  const uint32_t functions[] = {1, 2};
+  const uint32_t modules[] = {1, 1};
+  const uint64_t offsets[] = {4, 0};
+  const uint32_t files[] = {3, 0};
+  const uint32_t lines[] = {42, 0};
+  ASSERT_TRUE(WriteSymbols(&buffer_, pcs, functions, modules, offsets, files, lines, 2));
+  cumemtrace::format::Trace trace;
+  ASSERT_TRUE(trace.ParseFromArray(buffer_.data(), static_cast<int>(buffer_.size())));
+  const auto& sym = trace.packet(0).symbols();
+  ASSERT_EQ(sym.file_size(), 2);
+  ASSERT_EQ(sym.line_size(), 2);
+  EXPECT_EQ(sym.file(0), 3u);
+  EXPECT_EQ(sym.line(0), 42u);
+  EXPECT_EQ(sym.file(1), 0u);
+  EXPECT_EQ(sym.line(1), 0u);
 }
 
 EventRecord Event(uint64_t seq, int64_t time, Api api, uint64_t address, uint64_t size) {
