@@ -8,11 +8,6 @@ namespace {
 constexpr size_t kCodeCacheSlots = 1 << 14;
 constexpr size_t kFramesPerPacket = 512;  // three arrays of it on the caller's stack
 
-uint64_t Mix(uint64_t a, uint64_t b) {
-  uint64_t h = a * 0x9E3779B97F4A7C15ull ^ (b + 0x632BE59BD9B4E019ull + (a << 6) + (a >> 2));
-  return h ^ (h >> 29);
-}
-
 bool SameIdentity(const PythonCodeIdentity& x, const PythonCodeIdentity& y) {
   return x.filename == y.filename && x.qualname == y.qualname && x.linetable == y.linetable &&
          x.firstlineno == y.firstlineno;
@@ -20,41 +15,9 @@ bool SameIdentity(const PythonCodeIdentity& x, const PythonCodeIdentity& y) {
 
 }  // namespace
 
-uint64_t PythonFrameTable::Find(const MappedArray<Slot>& table, uint64_t a, uint64_t b) {
-  if (table.size() == 0) return 0;
-  size_t mask = table.size() - 1;
-  for (size_t i = Mix(a, b) & mask;; i = (i + 1) & mask) {
-    const Slot& s = table[i];
-    if (s.id == 0) return 0;
-    if (s.a == a && s.b == b) return s.id;
-  }
-}
-
-bool PythonFrameTable::Insert(MappedArray<Slot>& table, size_t* used, uint64_t a, uint64_t b, uint64_t id) {
-  if (table.size() == 0 || (*used + 1) * 2 > table.size()) {
-    MappedArray<Slot> bigger;
-    if (!bigger.Resize(table.size() == 0 ? 4096 : table.size() * 2)) return false;
-    size_t mask = bigger.size() - 1;
-    for (size_t i = 0; i < table.size(); ++i) {
-      if (table[i].id == 0) continue;
-      size_t j = Mix(table[i].a, table[i].b) & mask;
-      while (bigger[j].id != 0) j = (j + 1) & mask;
-      bigger[j] = table[i];
-    }
-    table.Release();
-    table = bigger;
-  }
-  size_t mask = table.size() - 1;
-  size_t i = Mix(a, b) & mask;
-  while (table[i].id != 0) i = (i + 1) & mask;
-  table[i] = Slot{a, b, id};
-  ++*used;
-  return true;
-}
-
 const PythonFrameTable::Code* PythonFrameTable::FindCode(uintptr_t code, StringTable* strings) {
   if (codes_.size() == 0 && !codes_.Resize(kCodeCacheSlots)) return nullptr;
-  Code& slot = codes_[Mix(code, 0) & (kCodeCacheSlots - 1)];
+  Code& slot = codes_[MixKeys(code, 0) & (kCodeCacheSlots - 1)];
   const PythonCodeIdentity identity = IdentifyPythonCode(code);
   if (slot.code == code && SameIdentity(slot.identity, identity)) return &slot;
   char text[1024];
@@ -63,24 +26,28 @@ const PythonFrameTable::Code* PythonFrameTable::FindCode(uintptr_t code, StringT
   n = PythonCodeFile(code, text, sizeof(text));
   uint32_t file = strings->Intern(text, n);
   if (function == 0 || file == 0) return nullptr;
-  slot = Code{code, identity, function, file, next_generation_++};
+  slot = Code{code, identity, function, file,
+              MixKeys(MixKeys(identity.filename, identity.qualname),
+                      MixKeys(identity.linetable, static_cast<uint64_t>(identity.firstlineno)))};
   return &slot;
 }
 
 uint64_t PythonFrameTable::Intern(const RawPythonFrame& frame, StringTable* strings) {
   const Code* code = FindCode(frame.code, strings);
   if (code == nullptr) return 0;
-  const uint64_t instr_key = (static_cast<uint64_t>(code->generation) << 32) | static_cast<uint32_t>(frame.instr);
-  if (uint64_t id = Find(instr_index_, frame.code, instr_key); id != 0) return id;
+  // Keyed by the code object's identity as well as its address: a freed code object's address may come back as
+  // another one, and a code object evicted from the code cache keeps its entries when it comes back.
+  const uint64_t instr_key = MixKeys(code->identity_hash, static_cast<uint32_t>(frame.instr));
+  if (uint64_t id = instr_index_.Find(frame.code, instr_key); id != 0) return id;
   const uint32_t line = PythonLine(frame.code, frame.instr);
   const uint64_t name_key = (static_cast<uint64_t>(code->function) << 32) | code->file;
-  uint64_t id = Find(frame_index_, name_key, line);
+  uint64_t id = frame_index_.Find(name_key, line);
   if (id == 0) {
     if (!frames_.Push(Frame{code->function, code->file, line})) return 0;
     id = frames_.size();
-    if (!Insert(frame_index_, &frame_index_used_, name_key, line, id)) return 0;
+    if (!frame_index_.Insert(name_key, line, id)) return 0;
   }
-  Insert(instr_index_, &instr_index_used_, frame.code, instr_key, id);  // a cache: failing to insert costs nothing
+  instr_index_.Insert(frame.code, instr_key, id);  // a cache: failing to insert costs nothing
   return id;
 }
 
@@ -104,9 +71,8 @@ bool PythonFrameTable::WritePending(ByteBuffer* out) {
 void PythonFrameTable::Reset() {
   codes_.Release();
   frames_.Release();
-  frame_index_.Release();
-  instr_index_.Release();
-  frame_index_used_ = instr_index_used_ = 0;
+  frame_index_.Reset();
+  instr_index_.Reset();
   first_pending_ = 1;
 }
 

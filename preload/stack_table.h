@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "preload/mapped_array.h"
+#include "preload/pair_index.h"
 
 namespace cumemtrace::preload {
 
@@ -36,23 +37,13 @@ class StackTable {
     uint64_t parent;
     uint64_t pc;
   };
-  struct Slot {
-    uint64_t key_a;  // node table: parent; stack cache: stack hash
-    uint64_t key_b;  // node table: pc;     stack cache: frame count
-    uint64_t id;     // 0 = empty
-  };
 
   uint64_t InternNode(uint64_t parent, uint64_t pc);
   bool Matches(uint64_t id, const uintptr_t* pcs, int count) const;
-  static bool Insert(MappedArray<Slot>& table, size_t* used, uint64_t a, uint64_t b, uint64_t id);
-  static uint64_t Find(const MappedArray<Slot>& table, uint64_t a, uint64_t b);
-  static bool Grow(MappedArray<Slot>& table, size_t used);
 
   MappedArray<Node> nodes_;
-  MappedArray<Slot> node_index_;
-  size_t node_index_used_ = 0;
-  MappedArray<Slot> stack_cache_;
-  size_t stack_cache_used_ = 0;
+  PairIndex node_index_;   // (parent, pc) -> node
+  PairIndex stack_cache_;  // (hash of all pcs, frame count) -> innermost node, verified by Matches
   uint64_t first_pending_ = 1;
 };
 
