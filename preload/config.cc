@@ -80,6 +80,11 @@ void RankText(const char* rank, const char* local_rank, int pid, char* out, size
   else out[0] = '\0';
 }
 
+bool PythonFramesWanted() {
+  const char* python = getenv("CUMEMTRACE_PYTHON");
+  return python == nullptr || strcmp(python, "0") != 0;
+}
+
 bool ExpandOutputPattern(const char* pattern, int pid, const char* host, const char* rank, char* out,
                          size_t out_size) {
   size_t used = 0;
@@ -134,8 +139,7 @@ void ReadConfig(Config* config) {
   config->follow_fork = ReadFlag("CUMEMTRACE_FOLLOW_FORK");
   config->follow_exec = ReadFlag("CUMEMTRACE_FOLLOW_EXEC");
   config->cupti = ReadFlag("CUMEMTRACE_CUPTI");
-  const char* python = getenv("CUMEMTRACE_PYTHON");
-  config->python_frames = python == nullptr || strcmp(python, "0") != 0;
+  config->python_frames = PythonFramesWanted();
   config->rank = ParseRankNumber(getenv("RANK"));
   config->local_rank = ParseRankNumber(getenv("LOCAL_RANK"));
   config->world_size = ParseRankNumber(getenv("WORLD_SIZE"));

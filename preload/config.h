@@ -43,6 +43,9 @@ struct Config {
   int world_size = -1;
 };
 
+// CUMEMTRACE_PYTHON is not 0 (also read at load, before the rest of the configuration).
+bool PythonFramesWanted();
+
 // Fills `config` from the environment. Bad values fall back to the defaults with a warning on stderr.
 void ReadConfig(Config* config);
 

@@ -107,6 +107,11 @@ bool DebugLines::Load() {
 DebugLines::Open DebugLines::OpenModule(const ModuleEntry& module) {
   CloseModule();
   if (!Load() || module.path[0] != '/') return Open::kNoDebugInfo;  // "linux-vdso.so.1" is no file
+  // Refuse an oversized file before libdw reads any of it (its sections are read, and decompressed, on open).
+  struct stat main_st;
+  if (stat(module.path, &main_st) == 0 && static_cast<uint64_t>(main_st.st_size) > kMaxDebugFileBytes) {
+    return Open::kTooBig;
+  }
   Dwfl_Callbacks callbacks = kCallbacks;
   callbacks.section_address = g_dw.section_address;
   Dwfl* dwfl = g_dw.begin(&callbacks);

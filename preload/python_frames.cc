@@ -12,6 +12,7 @@ namespace cumemtrace::preload {
 namespace {
 
 using GetThreadStateFn = void* (*)();
+using IsFinalizingFn = int (*)();
 
 // Filled by InitPythonFrames; `support` is published last (release) and read first (acquire), so a thread that
 // sees kReady sees the rest. Only an absent interpreter is looked for again, and then nobody reads the rest.
@@ -19,6 +20,9 @@ struct Runtime {
   PythonSupport support = PythonSupport::kAbsent;
   const PythonLayout* layout = nullptr;
   GetThreadStateFn this_thread_state = nullptr;
+  // While the interpreter shuts down, other threads' thread states are freed before their thread-specific pointer
+  // to them is cleared: no frame is read then.
+  IsFinalizingFn is_finalizing = nullptr;
   uintptr_t code_type = 0;
   uintptr_t unicode_type = 0;
   uintptr_t bytes_type = 0;
@@ -26,6 +30,7 @@ struct Runtime {
   uintptr_t eval_end = 0;
 };
 Runtime g_runtime;
+char g_message[256];  // why Python frames are off, for the trace's notice; written before `support` is published
 
 template <typename T>
 T Read(uintptr_t address) {
@@ -131,6 +136,7 @@ size_t ReadString(uintptr_t object, char* out, size_t size) {
 void Publish(const Runtime& r) {
   g_runtime.layout = r.layout;
   g_runtime.this_thread_state = r.this_thread_state;
+  g_runtime.is_finalizing = r.is_finalizing;
   g_runtime.code_type = r.code_type;
   g_runtime.unicode_type = r.unicode_type;
   g_runtime.bytes_type = r.bytes_type;
@@ -143,9 +149,10 @@ PythonSupport Support() { return __atomic_load_n(&g_runtime.support, __ATOMIC_AC
 
 }  // namespace
 
-PythonSupport InitPythonFrames(bool enabled, char* message, size_t size) {
-  if (size > 0) message[0] = '\0';
+PythonSupport InitPythonFrames(bool enabled) {
   if (Support() != PythonSupport::kAbsent) return Support();
+  char* message = g_message;
+  const size_t size = sizeof(g_message);
   Runtime r;
   if (!enabled) {
     r.support = PythonSupport::kDisabled;
@@ -177,6 +184,7 @@ PythonSupport InitPythonFrames(bool enabled, char* message, size_t size) {
     return r.support;
   }
   r.this_thread_state = reinterpret_cast<GetThreadStateFn>(thread_state);
+  r.is_finalizing = reinterpret_cast<IsFinalizingFn>(Lookup("_Py_IsFinalizing"));
   r.code_type = reinterpret_cast<uintptr_t>(Lookup("PyCode_Type"));
   r.unicode_type = reinterpret_cast<uintptr_t>(Lookup("PyUnicode_Type"));
   r.bytes_type = reinterpret_cast<uintptr_t>(Lookup("PyBytes_Type"));
@@ -202,6 +210,8 @@ PythonSupport InitPythonFrames(bool enabled, char* message, size_t size) {
 
 PythonSupport PythonFramesSupport() { return Support(); }
 
+const char* PythonSupportMessage() { return Support() == PythonSupport::kAbsent ? "" : g_message; }
+
 bool IsEvalLoopPc(uintptr_t pc) { return pc - 1 >= g_runtime.eval_start && pc - 1 < g_runtime.eval_end; }
 
 PythonCapture CapturePythonStack(RawPythonStack* out) {
@@ -209,6 +219,7 @@ PythonCapture CapturePythonStack(RawPythonStack* out) {
   out->group_count = 0;
   if (Support() != PythonSupport::kReady) return PythonCapture::kOff;
   const PythonLayout& l = *g_runtime.layout;
+  if (g_runtime.is_finalizing != nullptr && g_runtime.is_finalizing() != 0) return PythonCapture::kNoThreadState;
   const uintptr_t thread = reinterpret_cast<uintptr_t>(g_runtime.this_thread_state());
   if (thread == 0) return PythonCapture::kNoThreadState;
   const uintptr_t cframe = Read<uintptr_t>(thread + l.thread_cframe);

@@ -2,7 +2,8 @@
 // running any Python: the thread that calls cudaMalloc inside PyTorch never holds the GIL, and taking it there can
 // deadlock against the caching allocator's lock. This is safe because a thread reads only its own frame chain,
 // which cannot change while that thread is inside a hook, and every frame holds a reference to its code object.
-// The one C API function used, PyGILState_GetThisThreadState, only reads thread-specific storage.
+// The C API functions used, PyGILState_GetThisThreadState and _Py_IsFinalizing, only read thread-specific storage
+// and a runtime flag.
 //
 // Never: call into the interpreter beyond that lookup, follow a pointer to an object whose type was not checked, or
 // trust a layout (python_layout.h) the running interpreter does not confirm.
@@ -41,10 +42,12 @@ enum class PythonCapture {
 // What InitPythonFrames found, for the trace's notice.
 enum class PythonSupport { kAbsent, kDisabled, kUnsupported, kLayoutMismatch, kReady };
 
-// Looks for a Python interpreter in the process (again, if none was found before and `retry`). `message` (size
-// `size`) says what was found when the result is kUnsupported or kLayoutMismatch.
-PythonSupport InitPythonFrames(bool enabled, char* message, size_t size);
+// Looks for a Python interpreter in the process (again only while none was found). Takes the dynamic loader's lock
+// (dlsym): call it where no lock of the recorder is held (the preload's constructor, the flush thread).
+PythonSupport InitPythonFrames(bool enabled);
 PythonSupport PythonFramesSupport();
+// What InitPythonFrames found when the result is kUnsupported or kLayoutMismatch ("" otherwise).
+const char* PythonSupportMessage();
 
 // Fills `out` with the calling thread's frames.
 PythonCapture CapturePythonStack(RawPythonStack* out);

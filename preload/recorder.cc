@@ -1,5 +1,6 @@
 #include "preload/recorder.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -140,8 +141,9 @@ void WriteNewModulesLocked() {
   }
 }
 
-// Rescans loaded modules (outside g_lock: dl_iterate_phdr takes the loader's lock) and writes new ones.
-void RefreshModules() {
+// Rescans loaded modules (outside g_lock: dl_iterate_phdr takes the loader's lock) and writes new ones. Returns
+// how many were added.
+size_t RefreshModules() {
   pthread_mutex_lock(&g_module_lock);
   size_t added = g_modules.Scan();
   if (added > 0 || g_modules_unwritten) {
@@ -151,6 +153,7 @@ void RefreshModules() {
     pthread_mutex_unlock(&g_lock);
   }
   pthread_mutex_unlock(&g_module_lock);
+  return added;
 }
 
 // Says once in the trace why stacks have no Python frames although Python runs. Called with g_lock held.
@@ -166,13 +169,13 @@ void NotePythonSupportLocked(PythonSupport support, const char* message) {
   }
 }
 
-// Python may be loaded after tracing started (a program that embeds it): look again when modules were added.
+// Python may be loaded after tracing started (a program that embeds it): look again when modules were added. Runs
+// on the flush thread, which holds no lock of the recorder (the lookup takes the loader's lock).
 void RetryPythonLookup() {
   if (!g_config.python_frames || PythonFramesSupport() != PythonSupport::kAbsent) return;
-  char message[256];
-  PythonSupport support = InitPythonFrames(true, message, sizeof(message));
+  PythonSupport support = InitPythonFrames(true);
   pthread_mutex_lock(&g_lock);
-  NotePythonSupportLocked(support, message);
+  NotePythonSupportLocked(support, PythonSupportMessage());
   pthread_mutex_unlock(&g_lock);
 }
 
@@ -225,6 +228,7 @@ int ComposeStackLocked(const uintptr_t* native, int native_count, PythonCapture 
 void* FlusherMain(void*) {
   Self().in_recorder = 1;
   prctl(PR_SET_NAME, "cumemtrace");
+  RetryPythonLookup();  // for a Python loaded between this library's constructor and the start of tracing
   pthread_mutex_lock(&g_lock);
   while (!g_stop_flusher) {
     timespec deadline;
@@ -235,8 +239,7 @@ void* FlusherMain(void*) {
     pthread_cond_timedwait(&g_flusher_wake, &g_lock, &deadline);
     if (g_stop_flusher || g_state.load(std::memory_order_acquire) != kRunning) break;
     pthread_mutex_unlock(&g_lock);
-    RefreshModules();
-    RetryPythonLookup();
+    if (RefreshModules() > 0) RetryPythonLookup();
     pthread_mutex_lock(&g_lock);
     if (g_state.load(std::memory_order_acquire) == kRunning) FlushLocked();
   }
@@ -344,12 +347,10 @@ void Start() {
   g_start_ns = NowNs();
   g_sampler.Reset(static_cast<int64_t>(g_config.sample_ms) * 1000000);
   InitNativeStacks();
-  char python_message[256];
-  PythonSupport python = InitPythonFrames(g_config.python_frames, python_message, sizeof(python_message));
   StartCuptiOnce();
   pthread_mutex_lock(&g_lock);
   WriteHeaderLocked();
-  NotePythonSupportLocked(python, python_message);
+  NotePythonSupportLocked(PythonFramesSupport(), PythonSupportMessage());
   if (g_config.cupti && !g_cupti_enabled) {
     char message[320];
     size_t n = strlen(g_cupti_failure);
@@ -466,6 +467,7 @@ void FinishTrace() {
   ThreadState& self = Self();
   ++self.in_recorder;
   RefreshModules();
+  RetryPythonLookup();  // a Python loaded since the last flush still gets its notice
   pthread_mutex_lock(&g_lock);
   if (g_state.load(std::memory_order_acquire) == kRunning) {
     g_stop_flusher = true;
@@ -515,6 +517,11 @@ __attribute__((constructor)) void OnLoad() {
   int saved_errno = errno;
   pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);
   DecideRootOrPassive();
+  // Looked up here, where no lock of the recorder is held: dlsym takes the loader's lock, and a thread inside
+  // dlopen (holding it) may make the first CUDA call while another starts tracing. A Python loaded later is found
+  // by the flush thread.
+  InitPythonFrames(PythonFramesWanted());
+  dlerror();  // failed lookups leave a message the program's own dlerror() must not see
   errno = saved_errno;
 }
 

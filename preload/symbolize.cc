@@ -121,8 +121,8 @@ void WriteSymbolTable(ByteBuffer* out, const StackTable& stacks, ModuleMap& modu
       if (module != loaded) {
         elf.Load(module->path);
         loaded = module;
+        module_start_ns = MonotonicNs();  // opening the module's debug info counts against its budget too
         module_lines = want_lines && OpenLines(&lines, *module, start_ns, &stats);
-        module_start_ns = MonotonicNs();
         if (module_lines) ++stats.modules;
       }
       // Every pc is a return address: look up the call instruction before it.

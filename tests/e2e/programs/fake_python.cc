@@ -1,50 +1,29 @@
-// A test double of an embedded CPython, just enough for the preload's Python detection: it exports Py_Version, the
-// type objects whose sizes the preload checks, PyGILState_GetThisThreadState (no thread state: it returns null) and
-// _PyEval_EvalFrameDefault, with the version and sizes taken from the environment, then allocates through the (fake)
-// driver. Lets the CPU tests reach the paths for Python versions and layouts this machine does not have:
-//   FAKE_PY_VERSION    PY_VERSION_HEX, e.g. 0x030d00f0 for 3.13.0 (default 3.12.3)
-//   FAKE_PY_CODE_SIZE  PyCode_Type.tp_basicsize (default 192, 3.12's)
-//   FAKE_PY_STR_SIZE   PyUnicode_Type.tp_basicsize (default 64, 3.12's)
+// A program that embeds a (fake) CPython the way programs embed libpython: it loads libe2e_fake_python_lib.so with
+// dlopen after start-up, so the preload can only find the interpreter later (its flush thread looks again). Then it
+// allocates through the (fake) driver twice, 300 ms apart, so that the second allocation comes after that lookup.
 #include <cuda.h>
+#include <dlfcn.h>
+#include <unistd.h>
 
-#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-
-#define EXPORT __attribute__((visibility("default")))
-
-extern "C" {
-EXPORT unsigned long Py_Version = 0x030c03f0;
-// Type objects: only tp_basicsize (offset 32 of PyTypeObject) is read.
-EXPORT alignas(16) unsigned char PyCode_Type[416];
-EXPORT alignas(16) unsigned char PyUnicode_Type[416];
-EXPORT alignas(16) unsigned char PyBytes_Type[416];
-
-EXPORT void* PyGILState_GetThisThreadState() { return nullptr; }
-EXPORT int _PyEval_EvalFrameDefault(void*, void*, int) { return 0; }
-}
-
-namespace {
-
-uint64_t FromEnv(const char* name, uint64_t fallback) {
-  const char* text = getenv(name);
-  return text == nullptr ? fallback : strtoull(text, nullptr, 0);
-}
-
-void SetBasicsize(unsigned char* type, uint64_t size) { memcpy(type + 32, &size, sizeof(size)); }
-
-}  // namespace
+#include <string>
 
 int main() {
-  Py_Version = FromEnv("FAKE_PY_VERSION", Py_Version);
-  SetBasicsize(PyCode_Type, FromEnv("FAKE_PY_CODE_SIZE", 192));
-  SetBasicsize(PyUnicode_Type, FromEnv("FAKE_PY_STR_SIZE", 64));
-  SetBasicsize(PyBytes_Type, 33);
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return 1;
+  std::string dir(self, static_cast<size_t>(n));
+  dir.resize(dir.rfind('/'));
+  if (dlopen((dir + "/libe2e_fake_python_lib.so").c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+    std::fprintf(stderr, "%s\n", dlerror());
+    return 1;
+  }
   if (cuInit(0) != CUDA_SUCCESS) return 1;
-  CUdeviceptr p = 0;
-  if (cuMemAlloc_v2(&p, 1 << 20) != CUDA_SUCCESS) return 1;
-  if (cuMemFree_v2(p) != CUDA_SUCCESS) return 1;
+  CUdeviceptr first = 0, second = 0;
+  if (cuMemAlloc_v2(&first, 1 << 20) != CUDA_SUCCESS) return 1;
+  usleep(300 * 1000);
+  if (cuMemAlloc_v2(&second, 1 << 20) != CUDA_SUCCESS) return 1;
+  if (cuMemFree_v2(first) != CUDA_SUCCESS || cuMemFree_v2(second) != CUDA_SUCCESS) return 1;
   std::puts("ok");
   return 0;
 }
