@@ -6,7 +6,7 @@ namespace cumemtrace::preload {
 namespace {
 
 constexpr size_t kCodeCacheSlots = 1 << 14;
-constexpr size_t kFramesPerPacket = 512;  // three arrays of it on the caller's stack
+constexpr size_t kFramesPerPacket = 512;
 
 bool SameIdentity(const PythonCodeIdentity& x, const PythonCodeIdentity& y) {
   return x.filename == y.filename && x.qualname == y.qualname && x.linetable == y.linetable &&
@@ -53,7 +53,8 @@ uint64_t PythonFrameTable::Intern(const RawPythonFrame& frame, StringTable* stri
 
 bool PythonFrameTable::WritePending(ByteBuffer* out) {
   while (first_pending_ <= frames_.size()) {
-    uint32_t functions[kFramesPerPacket], files[kFramesPerPacket], lines[kFramesPerPacket];
+    // Called under the recorder's lock: static buffers keep the caller's stack small.
+    static uint32_t functions[kFramesPerPacket], files[kFramesPerPacket], lines[kFramesPerPacket];
     size_t n = frames_.size() + 1 - first_pending_;
     if (n > kFramesPerPacket) n = kFramesPerPacket;
     for (size_t i = 0; i < n; ++i) {

@@ -604,7 +604,8 @@ void Record(const CallRecord& call) {
       depth = 0;
     }
     if (truncated) ++g_truncated_stacks;
-    uintptr_t frames[kMaxStackDepth + kMaxPythonFrames + 1];
+    // Under g_lock: one buffer for all threads keeps the hook's own stack use small on threads with small stacks.
+    static uintptr_t frames[kMaxStackDepth + kMaxPythonFrames + 1];
     int frame_count = ComposeStackLocked(pcs, depth, python_capture, python, frames,
                                          static_cast<int>(sizeof(frames) / sizeof(frames[0])));
     ev.stack = g_stacks.Intern(frames, frame_count);

@@ -8,7 +8,7 @@ namespace cumemtrace::preload {
 namespace {
 
 // Packets stay moderate in size: a reader holds one packet at a time.
-constexpr size_t kStringsPerPacket = 512;  // an array of it lives on the caller's stack
+constexpr size_t kStringsPerPacket = 512;
 
 }  // namespace
 
@@ -55,7 +55,7 @@ bool StringTable::Rehash() {
 
 bool StringTable::WritePending(ByteBuffer* out) {
   while (first_pending_ <= offsets_.size()) {
-    const char* batch[kStringsPerPacket];
+    static const char* batch[kStringsPerPacket];  // callers hold the recorder's lock
     size_t n = offsets_.size() + 1 - first_pending_;
     if (n > kStringsPerPacket) n = kStringsPerPacket;
     for (size_t i = 0; i < n; ++i) batch[i] = Get(static_cast<uint32_t>(first_pending_ + i));
