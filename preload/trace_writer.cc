@@ -202,7 +202,7 @@ bool WriteEventBatch(ByteBuffer* out, const EventRecord* ev, size_t n) {
     size_t mark = e.Begin(ef::kSize);
     for (size_t i = 0; i < n; ++i) {
       const format::ApiInfo* a = info(i);
-      if (a != nullptr && a->op == format::Op::kAlloc) e.RawVarint(ev[i].size);
+      if (a != nullptr && a->has_size) e.RawVarint(ev[i].size);
     }
     e.End(mark);
   }

@@ -21,7 +21,7 @@ inline constexpr uint32_t kTracePacket = 1;
 namespace packet {
 inline constexpr uint32_t kHeader = 1, kThread = 2, kModule = 3, kStackNodes = 4, kEvents = 5, kStrings = 6,
                           kSymbols = 7, kTrailer = 8, kDevice = 9, kPythonFrames = 10,
-                          kMemorySample = 11, kNotice = 12;
+                          kMemorySample = 11, kNotice = 12, kAllocatorAttach = 13;
 }
 namespace header {
 inline constexpr uint32_t kMagic = 1, kFormatVersion = 2, kToolVersion = 3, kPid = 4, kPpid = 5, kArgv = 6,
@@ -51,6 +51,9 @@ inline constexpr uint32_t kTimeNs = 1, kDevice = 2, kFreeBytes = 3, kTotalBytes 
 namespace notice {
 inline constexpr uint32_t kCode = 1, kMessage = 2, kTimeNs = 3;
 }
+namespace allocator_attach {
+inline constexpr uint32_t kAfterSeq = 1, kTimeNs = 2, kLibrary = 3, kDevices = 4, kConfig = 5, kAtFirstSegment = 6;
+}
 namespace strings {
 inline constexpr uint32_t kFirstId = 1, kValue = 2;
 }
@@ -69,7 +72,8 @@ namespace trailer {
 inline constexpr uint32_t kEvents = 1, kDroppedEvents = 2, kUnwindFailures = 3, kTruncatedStacks = 4,
                           kBytesWritten = 5, kStackNodes = 6, kWrapperSlotsExhausted = 7, kEndTimeNs = 8,
                           kRecorderTimeNs = 9, kFlushes = 10, kPythonStacks = 11,
-                          kPythonFailures = 12, kMemorySamples = 13, kCuptiOnlyEvents = 14;
+                          kPythonFailures = 12, kMemorySamples = 13, kCuptiOnlyEvents = 14,
+                          kAllocatorEvents = 15, kAllocatorIgnored = 16;
 }
 }  // namespace field
 
@@ -81,6 +85,8 @@ enum class NoticeCode : uint32_t {
   kCuptiUnavailable = 3,
   kCuptiOnlyEvent = 4,
   kSymbolsFromDebugInfo = 5,
+  kTorchAllocatorUnavailable = 6,
+  kTorchAllocatorIgnored = 7,
 };
 
 // Notice codes as reports and JSON spell them (trace.proto's Notice.Code names, lower case).
@@ -91,6 +97,8 @@ inline constexpr const char* NoticeCodeName(NoticeCode code) {
     case NoticeCode::kCuptiUnavailable: return "cupti_unavailable";
     case NoticeCode::kCuptiOnlyEvent: return "cupti_only_event";
     case NoticeCode::kSymbolsFromDebugInfo: return "symbols_from_debug_info";
+    case NoticeCode::kTorchAllocatorUnavailable: return "torch_allocator_unavailable";
+    case NoticeCode::kTorchAllocatorIgnored: return "torch_allocator_ignored";
     case NoticeCode::kUnknown: break;
   }
   return "unknown";
@@ -136,6 +144,14 @@ enum class Api : uint32_t {
   kCudaFreeHost = 61,
   kCudaHostUnregister = 62,
   kCudaFreeAsync = 63,
+  kTorchAlloc = 80,
+  kTorchFreeRequested = 81,
+  kTorchFreeCompleted = 82,
+  kTorchSegmentAlloc = 83,
+  kTorchSegmentFree = 84,
+  kTorchSegmentMap = 85,
+  kTorchSegmentUnmap = 86,
+  kTorchOom = 87,
 };
 
 enum class Op : uint8_t { kNone, kAlloc, kFree };
@@ -151,12 +167,14 @@ enum class Kind : uint8_t {
   kVmmPhysical,     // cuMemCreate handles: physical memory
   kVmmMapped,       // cuMemMap ranges: physical memory made visible at an address (not counted twice)
   kAddressReserve,  // cuMemAddressReserve: address space, never memory
+  kTorchBlock,      // a PyTorch caching-allocator block (a tensor) inside a segment already counted as device memory
 };
-inline constexpr int kNumKinds = 9;
+inline constexpr int kNumKinds = 10;
 
 // Allocations and frees pair up within an address space: plain allocations (all of one unified address space),
-// VMM handles, VMM mappings and address reservations are four separate spaces.
-enum class Space : uint8_t { kAllocation, kVmmHandle, kVmmMapping, kAddressReservation };
+// VMM handles, VMM mappings and address reservations are four separate spaces. PyTorch's blocks and its segment
+// events (TORCH_* apis) are two more: they describe memory that driver events already counted.
+enum class Space : uint8_t { kAllocation, kVmmHandle, kVmmMapping, kAddressReservation, kTorchBlock, kTorchSegment };
 
 struct ApiInfo {
   Api api;
@@ -166,45 +184,63 @@ struct ApiInfo {
   Space space;
   bool has_stream;
   bool has_aux;
+  bool has_size;   // the row has an entry in the size column (every allocation; some TORCH_* apis)
 };
 
 // The one table of what each api does.
 inline constexpr ApiInfo kApiTable[] = {
-    {Api::kCuMemAlloc, "cuMemAlloc", Op::kAlloc, Kind::kDevice, Space::kAllocation, false, false},
-    {Api::kCuMemAllocPitch, "cuMemAllocPitch", Op::kAlloc, Kind::kDevice, Space::kAllocation, false, false},
-    {Api::kCuMemAllocManaged, "cuMemAllocManaged", Op::kAlloc, Kind::kManaged, Space::kAllocation, false, false},
-    {Api::kCuMemAllocHost, "cuMemAllocHost", Op::kAlloc, Kind::kPinnedHost, Space::kAllocation, false, false},
-    {Api::kCuMemHostAlloc, "cuMemHostAlloc", Op::kAlloc, Kind::kPinnedHost, Space::kAllocation, false, false},
+    {Api::kCuMemAlloc, "cuMemAlloc", Op::kAlloc, Kind::kDevice, Space::kAllocation, false, false, true},
+    {Api::kCuMemAllocPitch, "cuMemAllocPitch", Op::kAlloc, Kind::kDevice, Space::kAllocation, false, false, true},
+    {Api::kCuMemAllocManaged, "cuMemAllocManaged", Op::kAlloc, Kind::kManaged, Space::kAllocation, false, false,
+     true},
+    {Api::kCuMemAllocHost, "cuMemAllocHost", Op::kAlloc, Kind::kPinnedHost, Space::kAllocation, false, false, true},
+    {Api::kCuMemHostAlloc, "cuMemHostAlloc", Op::kAlloc, Kind::kPinnedHost, Space::kAllocation, false, false, true},
     {Api::kCuMemHostRegister, "cuMemHostRegister", Op::kAlloc, Kind::kRegisteredHost, Space::kAllocation, false,
-     false},
-    {Api::kCuMemAllocAsync, "cuMemAllocAsync", Op::kAlloc, Kind::kPool, Space::kAllocation, true, false},
+     false, true},
+    {Api::kCuMemAllocAsync, "cuMemAllocAsync", Op::kAlloc, Kind::kPool, Space::kAllocation, true, false, true},
     {Api::kCuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", Op::kAlloc, Kind::kPool, Space::kAllocation, true,
-     false},
-    {Api::kCuMemCreate, "cuMemCreate", Op::kAlloc, Kind::kVmmPhysical, Space::kVmmHandle, false, false},
+     false, true},
+    {Api::kCuMemCreate, "cuMemCreate", Op::kAlloc, Kind::kVmmPhysical, Space::kVmmHandle, false, false, true},
     {Api::kCuMemAddressReserve, "cuMemAddressReserve", Op::kAlloc, Kind::kAddressReserve,
-     Space::kAddressReservation, false, false},
-    {Api::kCuMemMap, "cuMemMap", Op::kAlloc, Kind::kVmmMapped, Space::kVmmMapping, false, true},
-    {Api::kCuMemFree, "cuMemFree", Op::kFree, Kind::kUnknown, Space::kAllocation, false, false},
-    {Api::kCuMemFreeHost, "cuMemFreeHost", Op::kFree, Kind::kUnknown, Space::kAllocation, false, false},
+     Space::kAddressReservation, false, false, true},
+    {Api::kCuMemMap, "cuMemMap", Op::kAlloc, Kind::kVmmMapped, Space::kVmmMapping, false, true, true},
+    {Api::kCuMemFree, "cuMemFree", Op::kFree, Kind::kUnknown, Space::kAllocation, false, false, false},
+    {Api::kCuMemFreeHost, "cuMemFreeHost", Op::kFree, Kind::kUnknown, Space::kAllocation, false, false, false},
     {Api::kCuMemHostUnregister, "cuMemHostUnregister", Op::kFree, Kind::kUnknown, Space::kAllocation, false,
-     false},
-    {Api::kCuMemFreeAsync, "cuMemFreeAsync", Op::kFree, Kind::kUnknown, Space::kAllocation, true, false},
-    {Api::kCuMemRelease, "cuMemRelease", Op::kFree, Kind::kUnknown, Space::kVmmHandle, false, false},
+     false, false},
+    {Api::kCuMemFreeAsync, "cuMemFreeAsync", Op::kFree, Kind::kUnknown, Space::kAllocation, true, false, false},
+    {Api::kCuMemRelease, "cuMemRelease", Op::kFree, Kind::kUnknown, Space::kVmmHandle, false, false, false},
     {Api::kCuMemAddressFree, "cuMemAddressFree", Op::kFree, Kind::kUnknown, Space::kAddressReservation, false,
-     false},
-    {Api::kCuMemUnmap, "cuMemUnmap", Op::kFree, Kind::kUnknown, Space::kVmmMapping, false, false},
-    {Api::kCudaMalloc, "cudaMalloc", Op::kAlloc, Kind::kDevice, Space::kAllocation, false, false},
-    {Api::kCudaMallocPitch, "cudaMallocPitch", Op::kAlloc, Kind::kDevice, Space::kAllocation, false, false},
-    {Api::kCudaMallocManaged, "cudaMallocManaged", Op::kAlloc, Kind::kManaged, Space::kAllocation, false, false},
-    {Api::kCudaMallocHost, "cudaMallocHost", Op::kAlloc, Kind::kPinnedHost, Space::kAllocation, false, false},
-    {Api::kCudaHostAlloc, "cudaHostAlloc", Op::kAlloc, Kind::kPinnedHost, Space::kAllocation, false, false},
+     false, false},
+    {Api::kCuMemUnmap, "cuMemUnmap", Op::kFree, Kind::kUnknown, Space::kVmmMapping, false, false, false},
+    {Api::kCudaMalloc, "cudaMalloc", Op::kAlloc, Kind::kDevice, Space::kAllocation, false, false, true},
+    {Api::kCudaMallocPitch, "cudaMallocPitch", Op::kAlloc, Kind::kDevice, Space::kAllocation, false, false, true},
+    {Api::kCudaMallocManaged, "cudaMallocManaged", Op::kAlloc, Kind::kManaged, Space::kAllocation, false, false, true},
+    {Api::kCudaMallocHost, "cudaMallocHost", Op::kAlloc, Kind::kPinnedHost, Space::kAllocation, false, false, true},
+    {Api::kCudaHostAlloc, "cudaHostAlloc", Op::kAlloc, Kind::kPinnedHost, Space::kAllocation, false, false, true},
     {Api::kCudaHostRegister, "cudaHostRegister", Op::kAlloc, Kind::kRegisteredHost, Space::kAllocation, false,
+     false, true},
+    {Api::kCudaMallocAsync, "cudaMallocAsync", Op::kAlloc, Kind::kPool, Space::kAllocation, true, false, true},
+    {Api::kCudaFree, "cudaFree", Op::kFree, Kind::kUnknown, Space::kAllocation, false, false, false},
+    {Api::kCudaFreeHost, "cudaFreeHost", Op::kFree, Kind::kUnknown, Space::kAllocation, false, false, false},
+    {Api::kCudaHostUnregister, "cudaHostUnregister", Op::kFree, Kind::kUnknown, Space::kAllocation, false, false,
      false},
-    {Api::kCudaMallocAsync, "cudaMallocAsync", Op::kAlloc, Kind::kPool, Space::kAllocation, true, false},
-    {Api::kCudaFree, "cudaFree", Op::kFree, Kind::kUnknown, Space::kAllocation, false, false},
-    {Api::kCudaFreeHost, "cudaFreeHost", Op::kFree, Kind::kUnknown, Space::kAllocation, false, false},
-    {Api::kCudaHostUnregister, "cudaHostUnregister", Op::kFree, Kind::kUnknown, Space::kAllocation, false, false},
-    {Api::kCudaFreeAsync, "cudaFreeAsync", Op::kFree, Kind::kUnknown, Space::kAllocation, true, false},
+    {Api::kCudaFreeAsync, "cudaFreeAsync", Op::kFree, Kind::kUnknown, Space::kAllocation, true, false, false},
+    // PyTorch's caching allocator (trace tracker). TORCH_FREE_REQUESTED ends a tensor's life (allocation counts
+    // drop there); TORCH_FREE_COMPLETED only returns the block to the cache.
+    {Api::kTorchAlloc, "torch.alloc", Op::kAlloc, Kind::kTorchBlock, Space::kTorchBlock, true, false, true},
+    {Api::kTorchFreeRequested, "torch.free_requested", Op::kFree, Kind::kUnknown, Space::kTorchBlock, false, false,
+     false},
+    {Api::kTorchFreeCompleted, "torch.free_completed", Op::kNone, Kind::kUnknown, Space::kTorchBlock, false, false,
+     false},
+    {Api::kTorchSegmentAlloc, "torch.segment_alloc", Op::kNone, Kind::kUnknown, Space::kTorchSegment, true, false,
+     true},
+    {Api::kTorchSegmentFree, "torch.segment_free", Op::kNone, Kind::kUnknown, Space::kTorchSegment, true, false,
+     true},
+    {Api::kTorchSegmentMap, "torch.segment_map", Op::kNone, Kind::kUnknown, Space::kTorchSegment, true, false, true},
+    {Api::kTorchSegmentUnmap, "torch.segment_unmap", Op::kNone, Kind::kUnknown, Space::kTorchSegment, true, false,
+     true},
+    {Api::kTorchOom, "torch.oom", Op::kNone, Kind::kUnknown, Space::kTorchSegment, true, true, true},
 };
 
 // Api values are small; a direct index over kApiTable makes the lookup one load (it is on every event's path in
@@ -220,6 +256,9 @@ inline constexpr ApiIndex MakeApiIndex() {
 }
 inline constexpr ApiIndex kApiIndex = MakeApiIndex();
 
+// True for the apis of PyTorch's caching allocator (its trace tracker), which never count memory of their own.
+inline constexpr bool IsTorchApi(Api api) { return api >= Api::kTorchAlloc && api <= Api::kTorchOom; }
+
 // Returns the table row for `api`, or nullptr for a value this version does not know.
 inline constexpr const ApiInfo* FindApi(uint32_t api) { return api < kApiIndexSize ? kApiIndex.entries[api] : nullptr; }
 
@@ -233,6 +272,7 @@ inline constexpr const char* KindName(Kind kind) {
     case Kind::kVmmPhysical: return "vmm_physical";
     case Kind::kVmmMapped: return "vmm_mapped";
     case Kind::kAddressReserve: return "address_reserve";
+    case Kind::kTorchBlock: return "torch_block";
     case Kind::kUnknown: break;
   }
   return "unknown";

@@ -20,7 +20,7 @@ inline const format::ApiInfo* LookupApi(uint32_t api) { return format::FindApi(a
 inline constexpr uint8_t kColumnSize = 1, kColumnStream = 2, kColumnAux = 4;
 inline constexpr uint8_t ColumnsOf(const format::ApiInfo* info) {
   if (info == nullptr) return 0;
-  return static_cast<uint8_t>((info->op == format::Op::kAlloc ? kColumnSize : 0) |
+  return static_cast<uint8_t>((info->has_size ? kColumnSize : 0) |
                               (info->has_stream ? kColumnStream : 0) | (info->has_aux ? kColumnAux : 0));
 }
 struct ApiColumns {

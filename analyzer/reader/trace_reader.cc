@@ -85,6 +85,8 @@ TrailerInfo Convert(const pb::Trailer& t) {
   out.python_failures = t.python_failures();
   out.memory_samples = t.memory_samples();
   out.cupti_only_events = t.cupti_only_events();
+  out.allocator_events = t.allocator_events();
+  out.allocator_ignored = t.allocator_ignored();
   return out;
 }
 
@@ -356,6 +358,18 @@ absl::Status Reader::HandlePacket(const uint8_t* data, size_t size, uint64_t off
       notice.message = packet_.notice().message();
       notice.time_ns = packet_.notice().time_ns();
       visitor_.OnNotice(notice);
+      break;
+    }
+    case pb::Packet::kAllocatorAttach: {
+      const pb::AllocatorAttach& a = packet_.allocator_attach();
+      AllocatorAttachInfo info;
+      info.after_seq = a.after_seq();
+      info.time_ns = a.time_ns();
+      info.library = a.library();
+      info.devices = a.devices();
+      info.config = a.config();
+      info.at_first_segment = a.at_first_segment();
+      visitor_.OnAllocatorAttach(info);
       break;
     }
     case pb::Packet::kTrailer:

@@ -100,6 +100,16 @@ struct NoticeInfo {
   int64_t time_ns = 0;
 };
 
+// PyTorch's caching allocator was reached (trace.proto's AllocatorAttach): TORCH_* events follow from after_seq on.
+struct AllocatorAttachInfo {
+  uint64_t after_seq = 0;
+  int64_t time_ns = 0;
+  std::string library;
+  uint32_t devices = 0;
+  std::string config;           // PYTORCH_CUDA_ALLOC_CONF at attach, "" = defaults
+  bool at_first_segment = false;
+};
+
 struct Event {
   uint64_t seq = 0;
   int64_t time_ns = 0;
@@ -134,6 +144,8 @@ struct TrailerInfo {
   uint64_t python_failures = 0;
   uint64_t memory_samples = 0;
   uint64_t cupti_only_events = 0;
+  uint64_t allocator_events = 0;
+  uint64_t allocator_ignored = 0;
 };
 
 class TraceVisitor {
@@ -150,6 +162,7 @@ class TraceVisitor {
   // Samples arrive in file order, not merged into the event order: after_seq places them.
   virtual void OnMemorySample(const MemorySample&) {}
   virtual void OnNotice(const NoticeInfo&) {}
+  virtual void OnAllocatorAttach(const AllocatorAttachInfo&) {}
   virtual void OnEvent(const Event&) {}
   // Events in chunks, in order, as the reader has them ready. The default hands them to OnEvent one by one;
   // visitors that can use the look-ahead (prefetching) override it. A visitor sees each event once either way.

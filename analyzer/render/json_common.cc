@@ -199,6 +199,8 @@ void WriteHealth(JsonWriter& w, const Overview& o) {
   trailer_field("python_failures", t.python_failures);
   trailer_field("memory_samples", t.memory_samples);
   trailer_field("cupti_only_events", t.cupti_only_events);
+  trailer_field("allocator_events", t.allocator_events);
+  trailer_field("allocator_ignored", t.allocator_ignored);
   w.Key("end_time_ns");
   if (info.has_trailer) {
     w.Int(info.Relative(t.end_time_ns));

@@ -204,7 +204,7 @@ format::EventBatch TraceBuilder::Encode(const std::vector<Ev>& events, const Enc
     b.add_api(static_cast<uint32_t>(e.api));
     b.add_address_delta(static_cast<int64_t>(e.address - (i == 0 ? 0 : events[i - 1].address)));
     const format::ApiInfo* info = format::FindApi(static_cast<uint32_t>(e.api));
-    if (info != nullptr && info->op == format::Op::kAlloc) b.add_size(e.size);
+    if (info != nullptr && info->has_size) b.add_size(e.size);
     if (info != nullptr && info->has_stream) b.add_stream(e.stream);
     if (info != nullptr && info->has_aux) b.add_aux(e.aux);
     same_thread &= e.thread == events[0].thread;
