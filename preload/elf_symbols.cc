@@ -83,6 +83,52 @@ void ElfSymbols::Release() {
   symbols_.Release();
 }
 
+ElfScan ForEachElfSymbol(const char* path, void (*visit)(const char*, uint64_t, uint64_t, void*), void* context) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ElfScan::kNoFile;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(Elf64_Ehdr))) {
+    close(fd);
+    return ElfScan::kNoFile;
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED) return ElfScan::kNoFile;
+  ElfScan result = ElfScan::kNoFile;
+  const auto* eh = At<Elf64_Ehdr>(map, size, 0);
+  const Elf64_Shdr* sections = nullptr;
+  if (memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64) {
+    sections = At<Elf64_Shdr>(map, size, eh->e_shoff, eh->e_shnum);
+  }
+  if (sections != nullptr) {
+    const Elf64_Shdr* table = nullptr;
+    for (int pass = 0; pass < 2 && table == nullptr; ++pass) {
+      uint32_t wanted = pass == 0 ? SHT_SYMTAB : SHT_DYNSYM;
+      for (int i = 0; i < eh->e_shnum; ++i) {
+        if (sections[i].sh_type == wanted && sections[i].sh_entsize == sizeof(Elf64_Sym)) table = &sections[i];
+      }
+    }
+    result = table != nullptr && table->sh_type == SHT_SYMTAB ? ElfScan::kOk : ElfScan::kNoSymtab;
+    if (table != nullptr && table->sh_link < eh->e_shnum) {
+      const Elf64_Shdr& strtab = sections[table->sh_link];
+      const auto* syms = At<Elf64_Sym>(map, size, table->sh_offset, table->sh_size / sizeof(Elf64_Sym));
+      const char* strings = At<char>(map, size, strtab.sh_offset, strtab.sh_size);
+      // Names are NUL-terminated inside the string table; a table whose last byte is not NUL is not trusted.
+      if (syms != nullptr && strings != nullptr && strtab.sh_size != 0 && strings[strtab.sh_size - 1] == '\0') {
+        size_t count = table->sh_size / sizeof(Elf64_Sym);
+        for (size_t i = 0; i < count; ++i) {
+          const Elf64_Sym& s = syms[i];
+          if (s.st_shndx == SHN_UNDEF || s.st_name == 0 || s.st_name >= strtab.sh_size) continue;
+          visit(strings + s.st_name, s.st_value, s.st_size, context);
+        }
+      }
+    }
+  }
+  munmap(map, size);
+  return result;
+}
+
 const char* ElfSymbols::Lookup(uint64_t address, uint64_t* offset) const {
   size_t lo = 0, hi = symbols_.size();
   while (lo < hi) {  // first symbol with start > address

@@ -34,6 +34,15 @@ class ElfSymbols {
   MappedArray<Symbol> symbols_;  // sorted by start
 };
 
+// Every named symbol of the ELF64 file at `path` (functions and objects, from .symtab when it has one, else
+// .dynsym): `visit(name, file_address, size, context)`. Returns kNoFile when the file cannot be read as ELF64,
+// kNoSymtab when it has only .dynsym (stripped: the symbols that only .symtab has are missing), kOk otherwise.
+// Maps and unmaps the file; no allocation from the heap.
+enum class ElfScan { kNoFile, kNoSymtab, kOk };
+ElfScan ForEachElfSymbol(const char* path, void (*visit)(const char* name, uint64_t address, uint64_t size,
+                                                         void* context),
+                         void* context);
+
 }  // namespace cumemtrace::preload
 
 #endif  // CUMEMTRACE_PRELOAD_ELF_SYMBOLS_H_

@@ -30,6 +30,7 @@
 #include "preload/stack_table.h"
 #include "preload/string_table.h"
 #include "preload/symbolize.h"
+#include "preload/torch_tracker.h"
 #include "preload/trace_writer.h"
 
 #ifndef CUMEMTRACE_VERSION
@@ -88,6 +89,9 @@ uint64_t g_python_stacks = 0;
 uint64_t g_python_failures = 0;
 uint64_t g_memory_samples = 0;
 uint64_t g_cupti_only_events = 0;
+uint64_t g_allocator_events = 0;
+uint64_t g_allocator_ignored = 0;
+uint32_t g_notices_written = 0;  // bit per format::NoticeCode written by NoteOnce
 
 int64_t NowNs() {
   timespec ts;
@@ -433,6 +437,8 @@ void ResetForForkedChildLocked() {
   g_flusher_wake = fresh;
   g_events = g_unwind_failures = g_truncated_stacks = g_recorder_ns = g_flushes = 0;
   g_memory_samples = g_cupti_only_events = 0;
+  g_allocator_events = g_allocator_ignored = 0;
+  g_notices_written = 0;
   g_dropped.store(0, std::memory_order_relaxed);
   g_strings.Reset();  // string and Python frame ids start again in the child's trace
   g_python_frames.Reset();
@@ -468,6 +474,7 @@ void FinishTrace() {
   ++self.in_recorder;
   RefreshModules();
   RetryPythonLookup();  // a Python loaded since the last flush still gets its notice
+  NoteTorchTrackerAtEnd();
   pthread_mutex_lock(&g_lock);
   if (g_state.load(std::memory_order_acquire) == kRunning) {
     g_stop_flusher = true;
@@ -491,6 +498,8 @@ void FinishTrace() {
     t.python_failures = g_python_failures;
     t.memory_samples = g_memory_samples;
     t.cupti_only_events = g_cupti_only_events;
+    t.allocator_events = g_allocator_events;
+    t.allocator_ignored = g_allocator_ignored;
     if (WriteTrailer(&g_out, t)) WriteOut();
     g_sink.Close();
   }
@@ -554,6 +563,52 @@ void NoteThreadRenamed() { Self().name_changed = true; }
 
 void NoteWrapperSlotsExhausted() { g_wrapper_slots_exhausted.fetch_add(1, std::memory_order_relaxed); }
 
+bool FindLoadedModule(const char* file_name_prefix, size_t* next_index, ModuleEntry* out) {
+  if (pthread_mutex_trylock(&g_module_lock) != 0) return false;
+  size_t prefix_length = strlen(file_name_prefix);
+  bool found = false;
+  size_t i = *next_index;
+  for (; i < g_modules.size(); ++i) {
+    const ModuleEntry& m = g_modules.at(i);
+    const char* slash = strrchr(m.path, '/');
+    if (strncmp(slash != nullptr ? slash + 1 : m.path, file_name_prefix, prefix_length) == 0) {
+      *out = m;
+      found = true;
+      break;
+    }
+  }
+  *next_index = i;
+  pthread_mutex_unlock(&g_module_lock);
+  return found;
+}
+
+void NoteOnce(format::NoticeCode code, const char* message) {
+  uint32_t bit = 1u << (static_cast<uint32_t>(code) & 31);
+  pthread_mutex_lock(&g_lock);
+  if (g_state.load(std::memory_order_acquire) == kRunning && (g_notices_written & bit) == 0) {
+    if (WriteNotice(&g_out, static_cast<uint32_t>(code), message, NowNs())) {
+      g_notices_written |= bit;
+    } else {
+      g_out.ClearError();
+    }
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
+void NoteAllocatorAttached(const AllocatorAttachRecord& attach) {
+  pthread_mutex_lock(&g_lock);
+  if (g_state.load(std::memory_order_acquire) == kRunning && !WriteAllocatorAttach(&g_out, attach)) {
+    g_out.ClearError();
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
+void NoteAllocatorIgnored() {
+  pthread_mutex_lock(&g_lock);
+  ++g_allocator_ignored;
+  pthread_mutex_unlock(&g_lock);
+}
+
 void Record(const CallRecord& call) {
   ThreadState& self = Self();
   if (self.in_recorder != 0) return;
@@ -572,6 +627,10 @@ void Record(const CallRecord& call) {
   ev.cupti_only = call.cupti_only;
   const format::ApiInfo* info = format::FindApi(static_cast<uint32_t>(call.api));
   bool is_alloc = info != nullptr && info->op == format::Op::kAlloc;
+  // PyTorch's allocator entries: only a block handed out (and a request that failed) carries the stack that asked
+  // for it; the other entries are explained by it, and taking no stack keeps them cheap.
+  const bool is_torch = format::IsTorchApi(call.api);
+  const bool wants_stack = !is_torch || call.api == format::Api::kTorchAlloc || call.api == format::Api::kTorchOom;
   bool device_is_current = false;
   if (call.device_known) {
     ev.device = call.device;
@@ -590,9 +649,10 @@ void Record(const CallRecord& call) {
 
   uintptr_t pcs[kMaxStackDepth];
   bool truncated = false;
-  int depth = CaptureStack(pcs, g_config.stack_depth, &truncated);
+  int depth = wants_stack ? CaptureStack(pcs, g_config.stack_depth, &truncated) : 0;
   RawPythonStack python;  // read outside the lock: only this thread's own frames
-  PythonCapture python_capture = g_config.stack_depth > 0 ? CapturePythonStack(&python) : PythonCapture::kOff;
+  PythonCapture python_capture =
+      wants_stack && g_config.stack_depth > 0 ? CapturePythonStack(&python) : PythonCapture::kOff;
   char name[16] = "";
   if (self.thread_index == 0 || self.name_changed) prctl(PR_GET_NAME, name);
 
@@ -629,15 +689,21 @@ void Record(const CallRecord& call) {
         g_out.ClearError();
       }
     }
+    if (is_torch) ++g_allocator_events;
     g_batch[g_batch_size++] = ev;
     // A failed allocation often comes right before the process dies: get it to the file now.
-    if (g_batch_size == kBatchEvents || call.result != 0) FlushLocked();
+    if (g_batch_size == kBatchEvents || call.result != 0 || call.api == format::Api::kTorchOom) FlushLocked();
     g_recorder_ns += static_cast<uint64_t>(NowNs() - start_ns);
   } else {
     g_dropped.fetch_add(1, std::memory_order_relaxed);
   }
   pthread_mutex_unlock(&g_lock);
 
+  // Outside every lock of the recorder (it may take PyTorch's allocator locks); still inside the recorder, so no
+  // CUDA call it causes is recorded.
+  if (is_alloc && !is_torch && call.result == 0 && depth > 0 && ev.seq != 0) {
+    MaybeAttachTorchTracker(call.api, ev.seq, call.address, call.size, pcs, depth);
+  }
   errno = saved_errno;
   --self.in_recorder;
 }

@@ -13,6 +13,8 @@
 
 #include <stdint.h>
 
+#include "preload/module_map.h"
+#include "preload/trace_writer.h"
 #include "proto/format.h"
 
 namespace cumemtrace::preload {
@@ -60,6 +62,18 @@ void NoteThreadRenamed();
 
 // Counts a driver pointer that had to be handed out unwrapped (coverage gap, reported in the trailer).
 void NoteWrapperSlotsExhausted();
+
+// For preload/torch_tracker.cc. Finds the first loaded module at index >= *next_index whose file name starts with
+// `file_name_prefix` and copies it to *out (then *next_index is its index); when there is none, *next_index becomes
+// the module count, so the next search only looks at modules loaded since. Never waits: returns false when the
+// module map is busy.
+bool FindLoadedModule(const char* file_name_prefix, size_t* next_index, ModuleEntry* out);
+// Writes a Notice of `code` into the trace, once per code and trace.
+void NoteOnce(format::NoticeCode code, const char* message);
+// Writes the AllocatorAttach packet.
+void NoteAllocatorAttached(const AllocatorAttachRecord& attach);
+// Counts a trace entry of PyTorch's allocator that was not written (trailer allocator_ignored).
+void NoteAllocatorIgnored();
 
 }  // namespace cumemtrace::preload
 

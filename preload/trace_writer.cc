@@ -176,6 +176,19 @@ bool WriteNotice(ByteBuffer* out, uint32_t code, const char* message, int64_t ti
   return p.Finish();
 }
 
+bool WriteAllocatorAttach(ByteBuffer* out, const AllocatorAttachRecord& a) {
+  PacketScope p(out, f::packet::kAllocatorAttach);
+  WireEncoder& e = p.enc();
+  namespace af = f::allocator_attach;
+  e.Uint64(af::kAfterSeq, a.after_seq);
+  e.Int64(af::kTimeNs, a.time_ns);
+  e.String(af::kLibrary, a.library);
+  e.Uint64(af::kDevices, a.devices);
+  e.String(af::kConfig, a.config);
+  e.Bool(af::kAtFirstSegment, a.at_first_segment);
+  return p.Finish();
+}
+
 bool WriteEventBatch(ByteBuffer* out, const EventRecord* ev, size_t n) {
   if (n == 0) return true;
   namespace ef = f::events;
@@ -269,6 +282,8 @@ bool WriteTrailer(ByteBuffer* out, const TrailerRecord& t) {
   e.Uint64(tf::kPythonFailures, t.python_failures);
   e.Uint64(tf::kMemorySamples, t.memory_samples);
   e.Uint64(tf::kCuptiOnlyEvents, t.cupti_only_events);
+  e.Uint64(tf::kAllocatorEvents, t.allocator_events);
+  e.Uint64(tf::kAllocatorIgnored, t.allocator_ignored);
   return p.Finish();
 }
 

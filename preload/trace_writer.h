@@ -56,6 +56,18 @@ struct TrailerRecord {
   uint64_t python_failures;
   uint64_t memory_samples;
   uint64_t cupti_only_events;
+  uint64_t allocator_events;
+  uint64_t allocator_ignored;
+};
+
+// trace.proto's AllocatorAttach: PyTorch's caching allocator was reached (preload/torch_tracker.cc).
+struct AllocatorAttachRecord {
+  uint64_t after_seq;
+  int64_t time_ns;
+  const char* library;
+  uint32_t devices;
+  const char* config;
+  bool at_first_segment;
 };
 
 struct MemorySampleRecord {
@@ -87,6 +99,7 @@ bool WritePythonFrames(ByteBuffer* out, uint32_t first_id, const uint32_t* funct
 bool WriteMemorySample(ByteBuffer* out, const MemorySampleRecord& sample);
 // `code` is a format::NoticeCode value.
 bool WriteNotice(ByteBuffer* out, uint32_t code, const char* message, int64_t time_ns);
+bool WriteAllocatorAttach(ByteBuffer* out, const AllocatorAttachRecord& attach);
 bool WriteEventBatch(ByteBuffer* out, const EventRecord* events, size_t count);
 bool WriteTrailer(ByteBuffer* out, const TrailerRecord& trailer);
 

@@ -416,5 +416,71 @@ TEST_F(EncoderConformance, CuptiRowsAndNewTrailerCounters) {
   EXPECT_EQ(tr.cupti_only_events(), 14u);
 }
 
+TEST_F(EncoderConformance, TorchAllocatorEventsAttachAndCounters) {
+  // One row of each TORCH_* api: the size, stream and aux columns hold exactly the rows format.h's table gives them.
+  std::vector<EventRecord> ev;
+  const Api apis[] = {Api::kTorchSegmentAlloc, Api::kTorchAlloc,       Api::kTorchFreeRequested,
+                      Api::kTorchFreeCompleted, Api::kTorchSegmentMap, Api::kTorchSegmentUnmap,
+                      Api::kTorchSegmentFree,  Api::kTorchOom};
+  for (int i = 0; i < 8; ++i) {
+    ev.push_back(Event(40 + i, 10 * i, apis[i], 0x7f0000000000ull + 0x200 * i, 1000 + i));
+    ev.back().stream = 0x5000 + i;
+    ev.back().aux = 77 + i;
+  }
+  ASSERT_TRUE(WriteEventBatch(&buffer_, ev.data(), ev.size()));
+  const auto b = OnlyPacket().events();
+  std::vector<uint64_t> sizes(b.size().begin(), b.size().end());
+  std::vector<uint64_t> streams(b.stream().begin(), b.stream().end());
+  std::vector<uint64_t> aux(b.aux().begin(), b.aux().end());
+  EXPECT_EQ(sizes, (std::vector<uint64_t>{1000, 1001, 1004, 1005, 1006, 1007}));
+  EXPECT_EQ(streams, (std::vector<uint64_t>{0x5000, 0x5001, 0x5004, 0x5005, 0x5006, 0x5007}));
+  EXPECT_EQ(aux, (std::vector<uint64_t>{84}));
+  ASSERT_EQ(b.api_size(), 8);
+  EXPECT_EQ(b.api(1), static_cast<uint32_t>(cumemtrace::format::TORCH_ALLOC));
+  EXPECT_EQ(b.api(7), static_cast<uint32_t>(cumemtrace::format::TORCH_OOM));
+
+  buffer_.Clear();
+  AllocatorAttachRecord a{};
+  a.after_seq = 4242;
+  a.time_ns = -7;
+  a.library = "/opt/torch/lib/libc10_cuda.so";
+  a.devices = 8;
+  a.config = "expandable_segments:True";
+  a.at_first_segment = true;
+  ASSERT_TRUE(WriteAllocatorAttach(&buffer_, a));
+  ASSERT_TRUE(WriteNotice(&buffer_, static_cast<uint32_t>(format::NoticeCode::kTorchAllocatorIgnored), "x", 1));
+  cumemtrace::format::Trace trace;
+  ASSERT_TRUE(trace.ParseFromArray(buffer_.data(), static_cast<int>(buffer_.size())));
+  ASSERT_EQ(trace.packet_size(), 2);
+  ASSERT_TRUE(trace.packet(0).has_allocator_attach());
+  const auto& got = trace.packet(0).allocator_attach();
+  EXPECT_EQ(got.after_seq(), 4242u);
+  EXPECT_EQ(got.time_ns(), -7);
+  EXPECT_EQ(got.library(), "/opt/torch/lib/libc10_cuda.so");
+  EXPECT_EQ(got.devices(), 8u);
+  EXPECT_EQ(got.config(), "expandable_segments:True");
+  EXPECT_TRUE(got.at_first_segment());
+  EXPECT_EQ(trace.packet(1).notice().code(), cumemtrace::format::Notice::TORCH_ALLOCATOR_IGNORED);
+  static_assert(static_cast<int>(format::NoticeCode::kTorchAllocatorUnavailable) ==
+                cumemtrace::format::Notice::TORCH_ALLOCATOR_UNAVAILABLE);
+
+  buffer_.Clear();
+  TrailerRecord t{};
+  t.allocator_events = 15;
+  t.allocator_ignored = 16;
+  ASSERT_TRUE(WriteTrailer(&buffer_, t));
+  const auto tr = OnlyPacket().trailer();
+  EXPECT_EQ(tr.allocator_events(), 15u);
+  EXPECT_EQ(tr.allocator_ignored(), 16u);
+}
+
+// Every api of format.h's table has the same number in trace.proto's enum.
+TEST(FormatTable, ApiValuesMatchTheSchema) {
+  for (const format::ApiInfo& info : format::kApiTable) {
+    EXPECT_TRUE(cumemtrace::format::ApiId_IsValid(static_cast<int>(info.api))) << info.name;
+  }
+  EXPECT_EQ(static_cast<int>(Api::kTorchOom), cumemtrace::format::TORCH_OOM);
+}
+
 }  // namespace
 }  // namespace cumemtrace::preload

@@ -134,6 +134,9 @@ class Collector : public analyzer::TraceVisitor {
   void OnPythonFrame(const analyzer::PythonFrameInfo& frame) override { trace_->python_frames[frame.id] = frame; }
   void OnMemorySample(const analyzer::MemorySample& sample) override { trace_->samples.push_back(sample); }
   void OnNotice(const analyzer::NoticeInfo& notice) override { trace_->notices.push_back(notice); }
+  void OnAllocatorAttach(const analyzer::AllocatorAttachInfo& attach) override {
+    trace_->allocator_attaches.push_back(attach);
+  }
   void OnTrailer(const analyzer::TrailerInfo& trailer) override {
     trace_->has_trailer = true;
     trace_->trailer = trailer;

@@ -102,6 +102,7 @@ struct CollectedTrace {
   std::map<uint64_t, analyzer::PythonFrameInfo> python_frames;
   std::vector<analyzer::MemorySample> samples;
   std::vector<analyzer::NoticeInfo> notices;
+  std::vector<analyzer::AllocatorAttachInfo> allocator_attaches;
   bool has_trailer = false;
   analyzer::TrailerInfo trailer;
 

@@ -1,0 +1,51 @@
+// End-to-end test program (q): PyTorch's caching allocator as the fake libc10_cuda.so plays it. The allocator's
+// own driver allocations are where the preload attaches its trace tracker; the fake writes a ledger of every trace
+// entry it emits (FAKE_TORCH_LEDGER), which the tests compare with the trace. Scenario in argv[1]:
+//   basic   blocks in small and large segments, frees, an emptied cache, one block live at exit
+//   retry   a driver allocation from the library before its allocator exists, then basic
+//   oom     a request the driver refuses (FAKE_CUDA_FAIL_ABOVE): the allocator's OOM entry
+//   devices two device allocators
+#include <string.h>
+
+#include "program_support.h"
+
+extern "C" {
+void fake_torch_init(int device_count);
+void* fake_torch_malloc(size_t size, int device);
+void fake_torch_free(void* ptr);
+void fake_torch_empty_cache();
+CUdeviceptr fake_torch_raw_alloc(size_t size);
+}
+
+namespace {
+
+using cumemtrace::e2e::kKiB;
+using cumemtrace::e2e::kMiB;
+
+void Basic(int device) {
+  void* a = fake_torch_malloc(1000, device);
+  void* b = fake_torch_malloc(3 * kMiB, device);
+  void* c = fake_torch_malloc(100, device);
+  E2E_CHECK(a != nullptr && b != nullptr && c != nullptr);
+  fake_torch_free(a);
+  void* d = fake_torch_malloc(512, device);
+  E2E_CHECK(d != nullptr);
+  fake_torch_free(b);
+  fake_torch_free(c);
+  fake_torch_free(d);
+  fake_torch_empty_cache();
+  E2E_CHECK(fake_torch_malloc(64 * kKiB, device) != nullptr);  // live at exit: a tensor never freed
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* scenario = argc > 1 ? argv[1] : "basic";
+  E2E_CHECK_CU(cuInit(0));
+  if (strcmp(scenario, "retry") == 0) E2E_CHECK(fake_torch_raw_alloc(kMiB) != 0);
+  fake_torch_init(strcmp(scenario, "devices") == 0 ? 2 : 1);
+  Basic(0);
+  if (strcmp(scenario, "devices") == 0) Basic(1);
+  if (strcmp(scenario, "oom") == 0) E2E_CHECK(fake_torch_malloc(cumemtrace::e2e::kPlantedFailureBytes, 0) == nullptr);
+  return 0;
+}
