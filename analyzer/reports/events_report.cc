@@ -35,6 +35,9 @@ class EventsVisitor : public TraceVisitor {
         row.kind = format::KindName(outcome.previous.kind);
         row.has_size = true;
         row.size = outcome.previous.size;
+      } else if (e.info->has_size) {  // the torch.* apis that carry a size of their own (segments, OOM)
+        row.has_size = true;
+        row.size = e.size;
       }
     }
     row.has_stream = e.info->has_stream;

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Training-step time of GPT-2 (6 layers x 512, batch 16 x 256, AdamW; built from a config) in one of three modes,
+for docs/performance.md: run it untraced, under cumemtrace (LD_PRELOAD, block events with Python frames), and with
+`--history` (PyTorch's own torch.cuda.memory._record_memory_history(stacks="python")), all in one device call.
+
+Prints one JSON line: mode, median and mean ms per step over the timed steps, allocator trace entries per step
+(from memory_stats: the number of allocations, each an ALLOC + FREE_REQUESTED + FREE_COMPLETED), and with
+--history how many entries PyTorch's history held and the size of its pickled snapshot.
+Usage: gpu_step_overhead.py [--history] [--steps N]
+"""
+import json
+import pickle
+import statistics
+import sys
+import time
+
+import torch
+
+
+def main():
+    history = "--history" in sys.argv
+    steps = int(sys.argv[sys.argv.index("--steps") + 1]) if "--steps" in sys.argv else 60
+    from transformers import GPT2Config, GPT2LMHeadModel
+    device = torch.device("cuda", 0)
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=6, n_embd=512, n_head=8, n_positions=256)
+    model = GPT2LMHeadModel(config).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = torch.randint(0, config.vocab_size, (16, 256), device=device)
+    if history:
+        torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python")
+
+    def step():
+        out = model(ids, labels=ids)
+        out.loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    for _ in range(5):
+        step()
+    torch.cuda.synchronize()
+    allocs_before = torch.cuda.memory_stats(device)["allocation.all.allocated"]
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    allocs = torch.cuda.memory_stats(device)["allocation.all.allocated"] - allocs_before
+    result = {"mode": "history" if history else "plain", "steps": steps,
+              "median_ms": statistics.median(times), "mean_ms": statistics.fmean(times),
+              "allocations_per_step": allocs / steps}
+    if history:
+        snapshot = torch.cuda.memory._snapshot()
+        entries = sum(len(t) for t in snapshot.get("device_traces", []))
+        result["history_entries"] = entries
+        result["history_pickle_bytes"] = len(pickle.dumps(snapshot))
+        torch.cuda.memory._record_memory_history(enabled=None)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
