@@ -152,6 +152,7 @@ enum class Api : uint32_t {
   kTorchSegmentMap = 85,
   kTorchSegmentUnmap = 86,
   kTorchOom = 87,
+  kTorchFree = 88,
 };
 
 enum class Op : uint8_t { kNone, kAlloc, kFree };
@@ -241,6 +242,9 @@ inline constexpr ApiInfo kApiTable[] = {
     {Api::kTorchSegmentUnmap, "torch.segment_unmap", Op::kNone, Kind::kUnknown, Space::kTorchSegment, true, false,
      true},
     {Api::kTorchOom, "torch.oom", Op::kNone, Kind::kUnknown, Space::kTorchSegment, true, true, true},
+    // A FREE_REQUESTED directly followed by the FREE_COMPLETED of the same block on the same thread (no other
+    // event between them): one row instead of two, a third fewer rows in a training loop.
+    {Api::kTorchFree, "torch.free", Op::kFree, Kind::kUnknown, Space::kTorchBlock, false, false, false},
 };
 
 // Api values are small; a direct index over kApiTable makes the lookup one load (it is on every event's path in
@@ -257,7 +261,7 @@ inline constexpr ApiIndex MakeApiIndex() {
 inline constexpr ApiIndex kApiIndex = MakeApiIndex();
 
 // True for the apis of PyTorch's caching allocator (its trace tracker), which never count memory of their own.
-inline constexpr bool IsTorchApi(Api api) { return api >= Api::kTorchAlloc && api <= Api::kTorchOom; }
+inline constexpr bool IsTorchApi(Api api) { return api >= Api::kTorchAlloc && api <= Api::kTorchFree; }
 
 // Returns the table row for `api`, or nullptr for a value this version does not know.
 inline constexpr const ApiInfo* FindApi(uint32_t api) { return api < kApiIndexSize ? kApiIndex.entries[api] : nullptr; }

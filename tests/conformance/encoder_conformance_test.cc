@@ -419,10 +419,10 @@ TEST_F(EncoderConformance, CuptiRowsAndNewTrailerCounters) {
 TEST_F(EncoderConformance, TorchAllocatorEventsAttachAndCounters) {
   // One row of each TORCH_* api: the size, stream and aux columns hold exactly the rows format.h's table gives them.
   std::vector<EventRecord> ev;
-  const Api apis[] = {Api::kTorchSegmentAlloc, Api::kTorchAlloc,       Api::kTorchFreeRequested,
+  const Api apis[9] = {Api::kTorchSegmentAlloc, Api::kTorchAlloc,       Api::kTorchFreeRequested,
                       Api::kTorchFreeCompleted, Api::kTorchSegmentMap, Api::kTorchSegmentUnmap,
-                      Api::kTorchSegmentFree,  Api::kTorchOom};
-  for (int i = 0; i < 8; ++i) {
+                      Api::kTorchSegmentFree,  Api::kTorchOom,         Api::kTorchFree};
+  for (int i = 0; i < 9; ++i) {
     ev.push_back(Event(40 + i, 10 * i, apis[i], 0x7f0000000000ull + 0x200 * i, 1000 + i));
     ev.back().stream = 0x5000 + i;
     ev.back().aux = 77 + i;
@@ -435,7 +435,8 @@ TEST_F(EncoderConformance, TorchAllocatorEventsAttachAndCounters) {
   EXPECT_EQ(sizes, (std::vector<uint64_t>{1000, 1001, 1004, 1005, 1006, 1007}));
   EXPECT_EQ(streams, (std::vector<uint64_t>{0x5000, 0x5001, 0x5004, 0x5005, 0x5006, 0x5007}));
   EXPECT_EQ(aux, (std::vector<uint64_t>{84}));
-  ASSERT_EQ(b.api_size(), 8);
+  ASSERT_EQ(b.api_size(), 9);
+  EXPECT_EQ(b.api(8), static_cast<uint32_t>(cumemtrace::format::TORCH_FREE));
   EXPECT_EQ(b.api(1), static_cast<uint32_t>(cumemtrace::format::TORCH_ALLOC));
   EXPECT_EQ(b.api(7), static_cast<uint32_t>(cumemtrace::format::TORCH_OOM));
 

@@ -56,6 +56,7 @@ std::string ActionOf(Api api) {
     case Api::kTorchSegmentMap: return "segment_map";
     case Api::kTorchSegmentUnmap: return "segment_unmap";
     case Api::kTorchOom: return "oom";
+    case Api::kTorchFree: return "free";
     default: return "?";
   }
 }
@@ -64,7 +65,7 @@ std::string ActionOf(Api api) {
 // and, where the api has a size column, the size.
 std::string LedgerEntryKey(const TorchEntry& e) {
   std::ostringstream key;
-  bool has_size = e.action != "free_requested" && e.action != "free_completed";
+  bool has_size = e.action != "free_requested" && e.action != "free_completed" && e.action != "free";
   key << e.action << " dev=" << e.device << " addr=0x" << std::hex << e.address << std::dec;
   if (has_size) key << " size=" << e.size;
   return key.str();
@@ -118,10 +119,22 @@ TorchRun RunTorch(const std::string& scenario, std::vector<std::pair<std::string
   return r;
 }
 
-// Every entry the allocator emitted is one event of the trace, in the allocator's order.
+// Every entry the allocator emitted is in the trace, in the allocator's order: one event each, except that a
+// free_requested directly followed by the free_completed of the same block is one `free` event.
 void ExpectTraceMatchesLedger(const TorchRun& r) {
   std::vector<std::string> expected, actual;
-  for (const TorchEntry& e : r.ledger) expected.push_back(LedgerEntryKey(e));
+  for (size_t i = 0; i < r.ledger.size(); ++i) {
+    const TorchEntry& e = r.ledger[i];
+    if (e.action == "free_requested" && i + 1 < r.ledger.size() && r.ledger[i + 1].action == "free_completed" &&
+        r.ledger[i + 1].address == e.address && r.ledger[i + 1].device == e.device) {
+      TorchEntry both = e;
+      both.action = "free";
+      expected.push_back(LedgerEntryKey(both));
+      ++i;
+      continue;
+    }
+    expected.push_back(LedgerEntryKey(e));
+  }
   for (const analyzer::Event* e : TorchEvents(r.trace)) actual.push_back(TraceEventKey(*e));
   EXPECT_EQ(actual, expected) << r.run.Describe();
   ASSERT_TRUE(r.trace.has_trailer);

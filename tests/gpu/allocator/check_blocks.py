@@ -40,6 +40,9 @@ def replay(events, upto_seq):
             live.pop(addr, None)
         elif api == "torch.free_completed":
             requested -= pending.pop(addr, 0)
+        elif api == "torch.free":  # requested and completed at once
+            live.pop(addr, None)
+            requested -= pending.pop(addr, 0)
         elif api in ("torch.segment_alloc", "torch.segment_map"):
             segments[addr] = segments.get(addr, 0) + e["size"]
             reserved += e["size"]
