@@ -9,6 +9,14 @@ import pytest
 from tracekit import DEVICE_SIDE_KINDS, C10_CUDA, fmt_bytes, has_module, is_c10_device, to_int
 
 
+def test_events_carry_stacks(suite, row):
+    """the training run's events carry stacks (the per-owner relations need them)"""
+    trace = suite.run("torch_train").trace
+    with_stack = sum(1 for e in trace.events if e.stack)
+    row("> 0", "%d of %d events" % (with_stack, len(trace.events)), ">")
+    assert trace.events and with_stack > 0, "no event's stack resolved (%d stacks known)" % trace.stacks_known
+
+
 def test_segments_peak_equals_reserved_peak(suite, row):
     """caching-allocator segments: peak live bytes == reserved_bytes.all.peak"""
     run = suite.run("torch_train")

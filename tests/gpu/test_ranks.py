@@ -28,6 +28,16 @@ def test_rank_peak_equals_reserved_peak(suite, row, rank):
 
 
 @pytest.mark.parametrize("rank", [0, 1])
+def test_rank_trace_health(suite, row, rank):
+    """DDP: each rank's trace is whole (trailer, 0 dropped, 0 wrapper slots exhausted)"""
+    h = suite.ddp()["ranks"][rank].health
+    row("trailer, 0 each", "trailer %s, dropped %s, wrapper slots exhausted %s" % (
+        h.get("has_trailer"), h.get("dropped_events"), h.get("wrapper_slots_exhausted")), "== 0 each")
+    assert h.get("has_trailer") is True and h.get("dropped_events") == 0 and \
+        h.get("wrapper_slots_exhausted") == 0 and not h.get("truncated"), h
+
+
+@pytest.mark.parametrize("rank", [0, 1])
 def test_rank_owner_nccl(suite, row, rank):
     """DDP: NCCL is an owner of each rank's memory"""
     owners = suite.ddp()["ranks"][rank].summary.get("owners") or []
