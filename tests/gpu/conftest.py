@@ -333,13 +333,15 @@ def pytest_sessionfinish(session):
     suite = session.config._cumem_suite
     lines = ["# cumemtrace GPU suite", "",
              "%d GPU(s); %.0f s; build %s; work %s" % (suite.gpus, time.monotonic() - suite.start, suite.build,
-                                                      suite.work), "",
-             "| module | relation | oracle | cumemtrace | relation | result |", "|---|---|---|---|---|---|"]
+                                                      suite._work or "(none)"), "",
+             "| module | check | oracle | cumemtrace | relation | result |", "|---|---|---|---|---|---|"]
     counts = {}
     for module, name, rows, verdict, why, doc in results:
         counts[verdict] = counts.get(verdict, 0) + 1
         title = (doc.strip().splitlines() or [name])[0]
-        cells = rows or [("-", why or "-", "-")]
+        if "[" in name:
+            title += " [%s]" % name.split("[", 1)[1].rstrip("]")
+        cells = rows or [("-", "-", "-")]
         for oracle, measured, relation in cells:
             cell = [module.replace("test_", ""), title, oracle, measured, relation,
                     verdict if verdict == "PASS" or not why else "%s: %s" % (verdict, why)]
