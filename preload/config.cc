@@ -140,6 +140,7 @@ void ReadConfig(Config* config) {
   config->follow_exec = ReadFlag("CUMEMTRACE_FOLLOW_EXEC");
   config->cupti = ReadFlag("CUMEMTRACE_CUPTI");
   config->python_frames = PythonFramesWanted();
+  config->quiet = ReadFlag("CUMEMTRACE_QUIET");
   config->rank = ParseRankNumber(getenv("RANK"));
   config->local_rank = ParseRankNumber(getenv("LOCAL_RANK"));
   config->world_size = ParseRankNumber(getenv("WORLD_SIZE"));

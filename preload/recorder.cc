@@ -20,6 +20,7 @@
 #include "preload/cupti_source.h"
 #include "preload/driver_helpers.h"
 #include "preload/event_record.h"
+#include "preload/exit_notice.h"
 #include "preload/log.h"
 #include "preload/module_map.h"
 #include "preload/native_stack.h"
@@ -502,6 +503,11 @@ void FinishTrace() {
     t.allocator_ignored = g_allocator_ignored;
     if (WriteTrailer(&g_out, t)) WriteOut();
     g_sink.Close();
+    if (!g_config.quiet && g_events > 0) {  // say where the trace went; a process that traced nothing stays silent
+      char line[1024];
+      FormatWroteLine(g_config.output_path, g_events, g_sink.bytes_written(), line, sizeof(line));
+      Warn("%s", line);
+    }
   }
   pthread_mutex_unlock(&g_lock);
   --self.in_recorder;

@@ -15,10 +15,10 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && gre
   trace=$work/demo.pb
   if python3 -c "import torch; assert torch.cuda.is_available()" >/dev/null 2>&1; then
     echo "demo: tracing a PyTorch training run with a pinned-memory DataLoader"
-    scripts/cumemtrace -o "$trace" -- python3 tests/gpu/torch_train_pinned.py "$work/truth.json" >/dev/null
+    scripts/cumemtrace -o "$trace" -- python3 tests/gpu/workloads/torch_train_pinned.py "$work/truth.json" >/dev/null
   else
     echo "demo: tracing a CUDA C++ program with planted leaks and a failing cudaMalloc"
-    nvcc -o "$work/leaky" tests/gpu/leaky.cu
+    nvcc -o "$work/leaky" tests/gpu/workloads/leaky.cu
     scripts/cumemtrace -o "$trace" -- "$work/leaky" >/dev/null
   fi
 else

@@ -167,6 +167,8 @@ RunResult RunProgram(const RunOptions& options) {
       {"FAKE_CUDA_TOTAL_BYTES", std::to_string(kFakeTotalBytes)},
       {"FAKE_CUDA_FAIL_ABOVE", std::to_string(kFakeFailAbove)},
       {"CUMEMTRACE_OUTPUT", run.dir + "/trace.%p.pb"},
+      // Tests that count stderr lines see only warnings; e2e_exit_notice_test.cc turns the "wrote" line back on.
+      {"CUMEMTRACE_QUIET", "1"},
   };
   if (options.preload) env["LD_PRELOAD"] = E2E_PRELOAD;
   for (const auto& [key, value] : options.env) env[key] = value;
