@@ -1,0 +1,99 @@
+// RunPicturesCommand: analyze, build the report or export, write it. Errors are one line on `err`, and nothing is
+// written to the output file when the trace cannot be read.
+#include "analyzer/pictures_cli.h"
+
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "analyzer/cli.h"
+#include "analyzer/model/analysis.h"
+#include "analyzer/render/diff_render.h"
+#include "analyzer/reports/check.h"
+#include "analyzer/reports/diff_report.h"
+
+namespace cumemtrace::analyzer {
+namespace {
+
+constexpr char kTool[] = "cumem-analyze";
+// Groups kept per snapshot where a command needs them all (diff matches every group; exports draw every stack).
+constexpr size_t kAllGroups = size_t{1} << 20;
+
+void Write(const std::string& text, std::FILE* f) { std::fwrite(text.data(), 1, text.size(), f); }
+
+int Fail(const absl::Status& status, std::FILE* err, int code) {
+  Write(absl::StrCat(kTool, ": ", status.message(), "\n"), err);
+  return code;
+}
+
+void Warn(const TraceInfo& info, std::FILE* err) {
+  const std::string warning = TraceWarning(info);
+  if (!warning.empty()) Write(warning + "\n", err);
+}
+
+int RunCheckCommand(const CommandLine& cl, std::FILE* out, std::FILE* err) {
+  AnalyzeOptions options;
+  options.peak_snapshots = cl.bounds.max_peak.has_value();
+  options.oom_snapshots = false;
+  options.pinned = false;
+  options.max_groups = 1;
+  options.grouping = cl.grouping;
+  absl::StatusOr<std::unique_ptr<Analysis>> analysis = Analyze(cl.trace, options);
+  if (!analysis.ok()) return Fail(analysis.status(), err, kExitUsage);
+  const Analysis& a = **analysis;
+  Warn(a.info, err);
+  FrameResolver resolver(a.stacks, a.symbols, a.python_frames);
+  const CheckVerdict verdict = RunCheck(a, cl.bounds, resolver);
+  Write(verdict.line + "\n", out);
+  std::fflush(out);
+  return verdict.passed ? kExitOk : kExitCheckFailed;
+}
+
+int RunDiffCommand(const CommandLine& cl, std::FILE* out, std::FILE* err) {
+  AnalyzeOptions options;
+  options.oom_snapshots = false;
+  options.pinned = false;
+  options.max_groups = kAllGroups;
+  options.grouping = cl.grouping;
+  absl::StatusOr<std::unique_ptr<Analysis>> a = Analyze(cl.trace, options);
+  if (!a.ok()) return Fail(a.status(), err, kExitBadInput);
+  absl::StatusOr<std::unique_ptr<Analysis>> b = Analyze(cl.second_trace, options);
+  if (!b.ok()) return Fail(b.status(), err, kExitBadInput);
+  Warn((*a)->info, err);
+  Warn((*b)->info, err);
+  FrameResolver a_resolver((*a)->stacks, (*a)->symbols, (*a)->python_frames);
+  FrameResolver b_resolver((*b)->stacks, (*b)->symbols, (*b)->python_frames);
+  ReportOptions r;
+  r.top = cl.top;
+  r.frames = cl.frames.value_or(cl.json ? 64 : 8);
+  const DiffReport report = BuildDiffReport(**a, a_resolver, **b, b_resolver, r);
+  const DiffHeading heading{cl.trace, cl.second_trace, GroupingName(cl.grouping), r.frames};
+  Write(cl.json ? DiffJson(heading, report) : DiffText(heading, report), out);
+  std::fflush(out);
+  return kExitOk;
+}
+
+}  // namespace
+
+bool IsPicturesCommand(Command command) {
+  switch (command) {
+    case Command::kCheck:
+    case Command::kDiff:
+    case Command::kFolded:
+    case Command::kHtml:
+    case Command::kPprof:
+    case Command::kPerfetto: return true;
+    default: return false;
+  }
+}
+
+int RunPicturesCommand(const CommandLine& cl, std::FILE* out, std::FILE* err) {
+  switch (cl.command) {
+    case Command::kCheck: return RunCheckCommand(cl, out, err);
+    case Command::kDiff: return RunDiffCommand(cl, out, err);
+    default:
+      return Fail(absl::UnimplementedError(absl::StrCat(cl.command_name, " is not built yet")), err, kExitUsage);
+  }
+}
+
+}  // namespace cumemtrace::analyzer
