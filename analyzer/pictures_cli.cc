@@ -9,8 +9,10 @@
 #include "analyzer/cli.h"
 #include "analyzer/model/analysis.h"
 #include "analyzer/render/diff_render.h"
+#include "analyzer/render/export_folded.h"
 #include "analyzer/reports/check.h"
 #include "analyzer/reports/diff_report.h"
+#include "analyzer/reports/stack_weights.h"
 
 namespace cumemtrace::analyzer {
 namespace {
@@ -29,6 +31,45 @@ int Fail(const absl::Status& status, std::FILE* err, int code) {
 void Warn(const TraceInfo& info, std::FILE* err) {
   const std::string warning = TraceWarning(info);
   if (!warning.empty()) Write(warning + "\n", err);
+}
+
+// Writes `bytes` to `path` (replacing it), or to `out` when `path` is empty.
+absl::Status WriteOutput(const std::string& path, const std::string& bytes, std::FILE* out) {
+  if (path.empty()) {
+    Write(bytes, out);
+    std::fflush(out);
+    return absl::OkStatus();
+  }
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return absl::NotFoundError(absl::StrCat("cannot write ", path));
+  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  if (std::fclose(f) != 0 || !ok) return absl::DataLossError(absl::StrCat("cannot write all of ", path));
+  return absl::OkStatus();
+}
+
+// The model as the exports need it: every stack its own group, none dropped.
+absl::StatusOr<std::unique_ptr<Analysis>> AnalyzeForExport(const CommandLine& cl, bool pinned, std::FILE* err) {
+  AnalyzeOptions options;
+  options.peak_snapshots = true;
+  options.oom_snapshots = cl.command == Command::kHtml;
+  options.pinned = pinned;
+  options.max_groups = kAllGroups;
+  options.grouping = GroupingOptions{GroupBy::kStack, ""};
+  absl::StatusOr<std::unique_ptr<Analysis>> a = Analyze(cl.trace, options);
+  if (a.ok()) Warn((*a)->info, err);
+  return a;
+}
+
+int RunFoldedCommand(const CommandLine& cl, std::FILE* out, std::FILE* err) {
+  absl::StatusOr<std::unique_ptr<Analysis>> analysis = AnalyzeForExport(cl, false, err);
+  if (!analysis.ok()) return Fail(analysis.status(), err, kExitBadInput);
+  const Analysis& a = **analysis;
+  FrameResolver resolver(a.stacks, a.symbols, a.python_frames);
+  const std::vector<WeightedStack> stacks = cl.leaks ? LeakStacks(a, cl.bounds) : PeakStacks(a, cl.bounds);
+  if (absl::Status s = WriteOutput(cl.output, FoldedStacks(stacks, resolver), out); !s.ok()) {
+    return Fail(s, err, kExitBadInput);
+  }
+  return kExitOk;
 }
 
 int RunCheckCommand(const CommandLine& cl, std::FILE* out, std::FILE* err) {
@@ -91,6 +132,7 @@ int RunPicturesCommand(const CommandLine& cl, std::FILE* out, std::FILE* err) {
   switch (cl.command) {
     case Command::kCheck: return RunCheckCommand(cl, out, err);
     case Command::kDiff: return RunDiffCommand(cl, out, err);
+    case Command::kFolded: return RunFoldedCommand(cl, out, err);
     default:
       return Fail(absl::UnimplementedError(absl::StrCat(cl.command_name, " is not built yet")), err, kExitUsage);
   }
