@@ -10,6 +10,9 @@
 #include "analyzer/model/analysis.h"
 #include "analyzer/render/diff_render.h"
 #include "analyzer/render/export_folded.h"
+#include "analyzer/render/html_data.h"
+#include "analyzer/render/html_report.h"
+#include "analyzer/model/history.h"
 #include "analyzer/reports/check.h"
 #include "analyzer/reports/diff_report.h"
 #include "analyzer/reports/stack_weights.h"
@@ -69,6 +72,26 @@ int RunFoldedCommand(const CommandLine& cl, std::FILE* out, std::FILE* err) {
   if (absl::Status s = WriteOutput(cl.output, FoldedStacks(stacks, resolver), out); !s.ok()) {
     return Fail(s, err, kExitBadInput);
   }
+  return kExitOk;
+}
+
+std::string Title(const Analysis& a) {
+  std::string title;
+  for (const std::string& arg : a.info.header.argv) absl::StrAppend(&title, title.empty() ? "" : " ", arg);
+  return title.empty() ? a.info.path : title;
+}
+
+int RunHtmlCommand(const CommandLine& cl, std::FILE* err) {
+  absl::StatusOr<std::unique_ptr<Analysis>> analysis = AnalyzeForExport(cl, true, err);
+  if (!analysis.ok()) return Fail(analysis.status(), err, kExitBadInput);
+  const Analysis& a = **analysis;
+  HistoryOptions history_options;
+  absl::StatusOr<History> history = ReadHistory(a, history_options);
+  if (!history.ok()) return Fail(history.status(), err, kExitBadInput);
+  HtmlDataOptions options;
+  options.grouping = cl.grouping;
+  const std::string page = HtmlReport(Title(a), HtmlData(a, *history, options));
+  if (absl::Status s = WriteOutput(cl.output, page, nullptr); !s.ok()) return Fail(s, err, kExitBadInput);
   return kExitOk;
 }
 
@@ -133,6 +156,7 @@ int RunPicturesCommand(const CommandLine& cl, std::FILE* out, std::FILE* err) {
     case Command::kCheck: return RunCheckCommand(cl, out, err);
     case Command::kDiff: return RunDiffCommand(cl, out, err);
     case Command::kFolded: return RunFoldedCommand(cl, out, err);
+    case Command::kHtml: return RunHtmlCommand(cl, err);
     default:
       return Fail(absl::UnimplementedError(absl::StrCat(cl.command_name, " is not built yet")), err, kExitUsage);
   }
