@@ -11,6 +11,16 @@
   const origError = console.error;
   console.error = function (...args) { errors.push(args.join(' ')); origError.apply(console, args); };
 
+  try {
+    main();
+  } catch (e) {
+    const check = document.getElementById('cumem-selfcheck');
+    check.dataset.status = 'error';
+    check.dataset.errors = String(e && e.stack || e);
+    throw e;
+  }
+
+  function main() {
   const D = JSON.parse(document.getElementById('cumem-data').textContent);
   const S = D.strings;
   const $ = (id) => document.getElementById(id);
@@ -35,6 +45,7 @@
 
   function frameLabel(fi) {
     const f = D.frames[fi];
+    if (!f) return '(no frame)';
     const fn = S[f[0]], file = S[f[1]], line = f[2], mod = S[f[3]];
     if (f[4] === 2) return fn;
     if (file) return line ? `${fn}  ${file}:${line}` : `${fn}  ${file}`;
@@ -50,7 +61,10 @@
   function groupOf(si) {
     if (si < 0) return { key: 'none', label: '(no stack)' };
     const [g, fallback] = D.stack_groups[si];
-    if (g < 0) return { key: `s${si}`, label: `stack #${si}: ${frameLabel(D.stacks[si][D.stacks[si].length - 1] ?? 0)}` };
+    if (g < 0) {
+      const frames = D.stacks[si];
+      return { key: `s${si}`, label: frames.length ? `stack: ${frameLabel(frames[0])}` : '(no stack)' };
+    }
     return { key: `f${g}`, label: frameLabel(g) + (fallback ? '  (no user frame)' : '') };
   }
 
@@ -151,7 +165,7 @@
     for (const o of D.ooms) {
       if (o.device !== s.device && s.device >= 0 && o.kind !== 'pinned_host') continue;
       const x = xOf(o.t, w); ctx.beginPath(); ctx.moveTo(x, PAD_T); ctx.lineTo(x, h - PAD_B); ctx.stroke();
-      ctx.fillStyle = '#d00'; ctx.fillText('OOM', x + 2, PAD_T + 8);
+      ctx.fillStyle = '#d00'; ctx.fillText('OOM', x + 2, h - PAD_B - 6);
     }
     if (selection) {
       ctx.fillStyle = 'rgba(0,90,200,0.15)';
@@ -368,6 +382,7 @@
     ...hl.notices.map((n) => ['notice', n])].map((r) => ({ cells: r })));
   if (D.allocator) $('allocator-note').textContent = 'This trace has caching-allocator blocks (segment map data present).';
 
+  if (location.hash.includes('user-frames')) $('useronly').checked = true;
   drawTimeline();
   drawPinned();
   const firstPeak = D.peaks.find((p) => p.snapshot >= 0 && p.device >= 0) || D.peaks.find((p) => p.snapshot >= 0);
@@ -388,4 +403,5 @@
   check.dataset.renderMs = (performance.now() - t0).toFixed(1);
   check.dataset.loadMs = performance.now().toFixed(1);
   check.textContent = `drawn: ${drawn.points} points`;
+  }
 })();
