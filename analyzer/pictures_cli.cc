@@ -10,6 +10,9 @@
 #include "analyzer/model/analysis.h"
 #include "analyzer/render/diff_render.h"
 #include "analyzer/render/export_folded.h"
+#include "analyzer/render/export_perfetto.h"
+#include "analyzer/render/export_pprof.h"
+#include "analyzer/render/gzip.h"
 #include "analyzer/render/html_data.h"
 #include "analyzer/render/html_report.h"
 #include "analyzer/model/history.h"
@@ -95,6 +98,26 @@ int RunHtmlCommand(const CommandLine& cl, std::FILE* err) {
   return kExitOk;
 }
 
+// pprof and perfetto: the model, then memory over time (allocation totals, counters).
+int RunProfileCommand(const CommandLine& cl, std::FILE* err) {
+  absl::StatusOr<std::unique_ptr<Analysis>> analysis = AnalyzeForExport(cl, false, err);
+  if (!analysis.ok()) return Fail(analysis.status(), err, kExitBadInput);
+  const Analysis& a = **analysis;
+  HistoryOptions history_options;
+  history_options.moments = 0;
+  if (cl.command == Command::kPerfetto) history_options.buckets = 10000;
+  absl::StatusOr<History> history = ReadHistory(a, history_options);
+  if (!history.ok()) return Fail(history.status(), err, kExitBadInput);
+  std::string bytes;
+  if (cl.command == Command::kPprof) {
+    bytes = Gzip(PprofProfile(a, *history, cl.leaks ? LeakStacks(a, cl.bounds) : PeakStacks(a, cl.bounds)));
+  } else {
+    bytes = PerfettoTrace(a, *history);
+  }
+  if (absl::Status s = WriteOutput(cl.output, bytes, nullptr); !s.ok()) return Fail(s, err, kExitBadInput);
+  return kExitOk;
+}
+
 int RunCheckCommand(const CommandLine& cl, std::FILE* out, std::FILE* err) {
   AnalyzeOptions options;
   options.peak_snapshots = cl.bounds.max_peak.has_value();
@@ -157,6 +180,8 @@ int RunPicturesCommand(const CommandLine& cl, std::FILE* out, std::FILE* err) {
     case Command::kDiff: return RunDiffCommand(cl, out, err);
     case Command::kFolded: return RunFoldedCommand(cl, out, err);
     case Command::kHtml: return RunHtmlCommand(cl, err);
+    case Command::kPprof:
+    case Command::kPerfetto: return RunProfileCommand(cl, err);
     default:
       return Fail(absl::UnimplementedError(absl::StrCat(cl.command_name, " is not built yet")), err, kExitUsage);
   }
