@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "analyzer/cli.h"
+#include "analyzer/progress.h"
 #include "analyzer/model/analysis.h"
 #include "analyzer/render/diff_render.h"
 #include "analyzer/render/export_folded.h"
@@ -54,14 +55,17 @@ absl::Status WriteOutput(const std::string& path, const std::string& bytes, std:
 }
 
 // The model as the exports need it: every stack its own group, none dropped.
-absl::StatusOr<std::unique_ptr<Analysis>> AnalyzeForExport(const CommandLine& cl, bool pinned, std::FILE* err) {
+absl::StatusOr<std::unique_ptr<Analysis>> AnalyzeForExport(const CommandLine& cl, bool pinned, std::FILE* err,
+                                                            ProgressBar* progress = nullptr) {
   AnalyzeOptions options;
+  if (progress != nullptr) options.progress = progress->EventsCallback();
   options.peak_snapshots = true;
   options.oom_snapshots = cl.command == Command::kHtml;
   options.pinned = pinned;
   options.max_groups = kAllGroups;
   options.grouping = GroupingOptions{GroupBy::kStack, ""};
   absl::StatusOr<std::unique_ptr<Analysis>> a = Analyze(cl.trace, options);
+  if (progress != nullptr) progress->Done();
   if (a.ok()) Warn((*a)->info, err);
   return a;
 }
@@ -85,11 +89,15 @@ std::string Title(const Analysis& a) {
 }
 
 int RunHtmlCommand(const CommandLine& cl, std::FILE* err) {
-  absl::StatusOr<std::unique_ptr<Analysis>> analysis = AnalyzeForExport(cl, true, err);
+  ProgressBar progress(err, absl::StrCat("reading ", cl.trace));
+  absl::StatusOr<std::unique_ptr<Analysis>> analysis = AnalyzeForExport(cl, true, err, &progress);
   if (!analysis.ok()) return Fail(analysis.status(), err, kExitBadInput);
   const Analysis& a = **analysis;
   HistoryOptions history_options;
+  progress.SetLabel("timelines");
+  history_options.progress = progress.FractionCallback(a.model.events);
   absl::StatusOr<History> history = ReadHistory(a, history_options);
+  progress.Done();
   if (!history.ok()) return Fail(history.status(), err, kExitBadInput);
   HtmlDataOptions options;
   options.grouping = cl.grouping;
@@ -100,13 +108,17 @@ int RunHtmlCommand(const CommandLine& cl, std::FILE* err) {
 
 // pprof and perfetto: the model, then memory over time (allocation totals, counters).
 int RunProfileCommand(const CommandLine& cl, std::FILE* err) {
-  absl::StatusOr<std::unique_ptr<Analysis>> analysis = AnalyzeForExport(cl, false, err);
+  ProgressBar progress(err, absl::StrCat("reading ", cl.trace));
+  absl::StatusOr<std::unique_ptr<Analysis>> analysis = AnalyzeForExport(cl, false, err, &progress);
   if (!analysis.ok()) return Fail(analysis.status(), err, kExitBadInput);
   const Analysis& a = **analysis;
   HistoryOptions history_options;
   history_options.moments = 0;
   if (cl.command == Command::kPerfetto) history_options.buckets = 10000;
+  progress.SetLabel("timelines");
+  history_options.progress = progress.FractionCallback(a.model.events);
   absl::StatusOr<History> history = ReadHistory(a, history_options);
+  progress.Done();
   if (!history.ok()) return Fail(history.status(), err, kExitBadInput);
   std::string bytes;
   if (cl.command == Command::kPprof) {
