@@ -107,7 +107,7 @@ CheckVerdict RunCheck(const Analysis& a, const CheckBounds& b, FrameResolver& re
         detail = absl::StrCat("; first: ", HumanBytes(e.size), " by ", e.info->name, " on ", DeviceName(e.device),
                               " at ", Seconds(a.info.Relative(e.time_ns)), " (", CudaErrorString(e.result), ")");
         if (a.grouper != nullptr && e.stack != 0) {
-          detail += absl::StrCat(" ", Where(a, e.stack, a.grouper->KeyOf(e.stack), 1, resolver));
+          detail += absl::StrCat(" from ", Where(a, e.stack, a.grouper->KeyOf(e.stack), 1, resolver));
         }
       }
       return {false, absl::StrCat("check failed: ", Plural(failures, "failed allocation", "failed allocations"),

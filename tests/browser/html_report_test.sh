@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Opens the HTML report of a trace in headless Chromium and checks, from the page's own self-check element
 # (report.js writes it after drawing): the script ran without errors, the chart was drawn with the trace's data
-# (the largest value drawn for each device total equals the peak `cumem-analyze peak --json` reports), no request
+# (the largest value drawn for each device total equals the peak `cumem-analyze peak --json` reports), every
+# one-click moment (each peak, each failed allocation: "#selftest" presses them) drew a flamegraph, no request
 # left the page (no resource entries, no CSP violation, and no src=/href= in the file), and no console message.
 # Usage: html_report_test.sh CUMEM_ANALYZE TRACE WORKDIR [MAX_LOAD_MS]
 # Exit 77 (CTest: skipped) without chromium.
@@ -30,7 +31,7 @@ trap 'rm -rf "$profile"' EXIT
 start=$(date +%s.%N)
 timeout 180 "$browser" --headless --no-sandbox --disable-gpu --user-data-dir="$profile" \
   --host-resolver-rules="MAP * ~NOTFOUND" --enable-logging=stderr --v=0 \
-  --dump-dom "file://$(realpath "$html")" >"$work/dom.html" 2>"$work/chromium.err"
+  --dump-dom "file://$(realpath "$html")#selftest" >"$work/dom.html" 2>"$work/chromium.err"
 end=$(date +%s.%N)
 echo "chromium opened and dumped it in $(python3 -c "print(round($end - $start, 2))") s"
 
@@ -58,6 +59,16 @@ for d in report["device_totals"]:
         fail.append(f"device {d['device']} total not drawn")
     elif int(drawn[key]) != d["peak_bytes"]:
         fail.append(f"device {d['device']} drawn max {drawn[key]} != peak {d['peak_bytes']}")
+quick = [q.split(":") for q in attrs.get("quick", "").split(",") if q]
+ooms = json.loads(subprocess.run([analyze, "oom", trace, "--json"], capture_output=True, check=True).stdout)
+want_ooms = min(len(ooms["ooms"]), 50)
+if sum(1 for k, _ in quick if k == "oom") != want_ooms:
+    fail.append(f"{want_ooms} OOM buttons expected: {quick}")
+if not any(k == "peak" for k, _ in quick) and report["device_totals"]:
+    fail.append("no peak button")
+for k, boxes in quick:
+    if int(boxes) <= 0:
+        fail.append(f"{k} drew nothing")
 console = [l for l in open(err, errors="replace") if ":CONSOLE" in l]
 if console:
     fail.append("console: " + " | ".join(console))

@@ -79,11 +79,14 @@
   $('caps').textContent = 'Drawn: ' + D.caps.join('; ') + '.';
 
   // ---- timeline ----
-  const seriesList = D.series.filter((s) => s.device >= 0);
-  const hostSeries = D.series.filter((s) => s.device < 0);
+  // Host memory (pinned, registered) has its own track; everything else (a GPU's kinds and total, and device
+  // memory placed on the host, such as NCCL's host-located VMM handles) is a timeline to choose.
+  const HOST_KINDS = ['pinned_host', 'registered_host'];
+  const seriesList = D.series.filter((s) => !HOST_KINDS.includes(s.kind));
+  const hostSeries = D.series.filter((s) => HOST_KINDS.includes(s.kind));
   const pick = $('series');
   seriesList.forEach((s, i) => pick.append(el('option', { value: i, text: `${devName(s.device)} ${s.kind}` })));
-  let current = Math.max(0, seriesList.findIndex((s) => s.kind === 'total'));
+  let current = Math.max(0, seriesList.findIndex((s) => s.kind === 'total' && s.device >= 0));
   pick.value = current;
   const B = D.buckets, W = D.bucket_ns, DUR = Math.max(info.duration_ns, 1);
   let selection = null;  // {t0, t1}
@@ -327,6 +330,11 @@
     showTip(ev, `${secs(i * W)} to ${secs((i + 1) * W)}\nmax ${bytes(s.max[i])}, min ${bytes(s.min[i])}\n${owners.join('\n')}`);
   });
   chart.addEventListener('mouseleave', hideTip);
+  // The pinned track: a click shows what pinned host memory was live then.
+  $('pinned').addEventListener('click', (ev) => {
+    const t = tOf(ev.offsetX, $('pinned').clientWidth);
+    show(chooseSnapshot(t - DUR / 200, t + DUR / 200, -1, 'pinned_host'), `pinned host memory near ${secs(t)}`);
+  });
   $('icicle').addEventListener('mousemove', (ev) => {
     const x = ev.offsetX, y = ev.offsetY;
     const hit = icicleNodes.find((b) => x >= b.x && x < b.x + b.w && y >= b.y && y < b.y + b.h);
@@ -391,17 +399,37 @@
   window.addEventListener('resize', () => { drawTimeline(); drawPinned(); if (shown) show(shown, ''); });
 
   // ---- self-check: what a test (or a suspicious reader) can verify without a debugger ----
+  const drawnAt = performance.now();
+  const firstIcicle = drawn.icicle || 0;
   const check = $('cumem-selfcheck');
+  if (location.hash.includes('selftest')) {
+    // Press every one-click moment (each peak, each OOM) and a click on the chart; record what each drew.
+    const results = [];
+    const first = current;
+    seriesList.forEach((s, i) => { if (s.kind === 'total') { current = i; drawTimeline(); } });
+    current = first;
+    drawTimeline();
+    for (const b of quick.querySelectorAll('button')) {
+      b.click();
+      results.push(`${b.className || 'peak'}:${drawn.icicle || 0}`);
+    }
+    const rect = chart.getBoundingClientRect();
+    const at = rect.left + rect.width / 2;
+    chart.dispatchEvent(new MouseEvent('mousedown', { clientX: at, clientY: rect.top + 50 }));
+    chart.dispatchEvent(new MouseEvent('mouseup', { clientX: at, clientY: rect.top + 50 }));
+    results.push(`chart:${$('live-head').textContent.length > 0 ? 1 : 0}`);
+    check.dataset.quick = results.join(',');
+  }
   const resources = performance.getEntriesByType('resource').length;
   check.dataset.status = errors.length || blocked.length || resources ? 'error' : 'ok';
   check.dataset.errors = errors.join(' | ');
   check.dataset.blocked = blocked.join(' ');
   check.dataset.resources = resources;
   check.dataset.points = drawn.points;
-  check.dataset.icicleBoxes = drawn.icicle || 0;
+  check.dataset.icicleBoxes = firstIcicle;
   check.dataset.seriesMax = Object.entries(drawn.max).map(([k, v]) => `${k}=${v}`).join(',');
-  check.dataset.renderMs = (performance.now() - t0).toFixed(1);
-  check.dataset.loadMs = performance.now().toFixed(1);
+  check.dataset.renderMs = (drawnAt - t0).toFixed(1);
+  check.dataset.loadMs = drawnAt.toFixed(1);
   check.textContent = `drawn: ${drawn.points} points`;
   }
 })();
