@@ -220,9 +220,11 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
   if (cl.command == Command::kCheck && !cl.bounds.any()) {
     return absl::InvalidArgumentError("check needs at least one of --max-peak SIZE, --max-leak SIZE, --no-oom");
   }
-  if (cl.command != Command::kCheck &&
-      (cl.bounds.any() || (!writes_file && (cl.bounds.device.has_value() || cl.bounds.series.has_value())))) {
-    return absl::InvalidArgumentError("--max-peak, --max-leak, --no-oom, --device and --kind are for check and the exports");
+  const bool scoped = cl.command == Command::kCheck || cl.command == Command::kFolded || cl.command == Command::kPprof;
+  if ((cl.command != Command::kCheck && cl.bounds.any()) ||
+      (!scoped && (cl.bounds.device.has_value() || cl.bounds.series.has_value()))) {
+    return absl::InvalidArgumentError(
+        "--max-peak, --max-leak and --no-oom are for check; --device and --kind for check, folded and pprof");
   }
   if (cl.leaks && cl.command != Command::kFolded && cl.command != Command::kPprof) {
     return absl::InvalidArgumentError("--leaks is for folded and pprof");
@@ -243,7 +245,8 @@ std::string UsageText() {
        cumem-analyze ranks TRACE.pb TRACE.pb... [--json]
        cumem-analyze check TRACE.pb [--max-peak SIZE] [--max-leak SIZE] [--no-oom] [--device N] [--kind K]
        cumem-analyze diff A.pb B.pb [--json] [--top N] [--group-by HOW]
-       cumem-analyze folded|pprof|perfetto|html TRACE.pb -o OUT [--leaks] [--device N] [--kind K]
+       cumem-analyze folded|pprof TRACE.pb [-o OUT] [--leaks] [--device N|host] [--kind K]
+       cumem-analyze perfetto|html TRACE.pb -o OUT
 
 Reads a cumemtrace trace and says what held CUDA memory, when, and who allocated it.
 

@@ -191,8 +191,12 @@
     drawn.points += B;
     drawn.max[`${s.device}/${s.kind}`] = Math.max(...s.max);
     ctx.fillStyle = '#000';
+    const labelled = [];
     for (const sp of D.pinned.spikes.slice(0, 5)) {
-      const x = xOf(sp.start, w); ctx.fillText(`▲ ${sp.thread || '#' + sp.thread_index}`, x, PAD_T + 8);
+      const x = xOf(sp.start, w);
+      if (labelled.some((l) => Math.abs(l - x) < 90)) continue;  // the larger spike nearby keeps its label
+      labelled.push(x);
+      ctx.fillText(`▲ ${sp.thread || '#' + sp.thread_index}`, x, PAD_T + 8);
     }
   }
 
@@ -372,9 +376,20 @@
     $(id).textContent = ''; $(id).append(rows.length ? t : el('p', { text: 'None.' }));
   }
   const num = (v) => ({ class: 'num', text: v });
-  table('leaks', ['device', 'kind', 'bytes', 'allocations', 'growth (¼ ½ ¾ end)', 'where'], D.leaks.slice(0, 50).map((l) => ({
+  // Leaks are kept per stack; merged here by (device, kind, group) as --group-by does, largest first.
+  const leakGroups = new Map();
+  for (const l of D.leaks) {
+    const g = groupOf(l.stack);
+    const key = `${l.device}|${l.kind}|${g.key}`;
+    let e = leakGroups.get(key);
+    if (!e) { e = { device: l.device, kind: l.kind, label: g.label, bytes: 0, count: 0, growth: [0, 0, 0, 0], stack: l.stack, stacks: 0 }; leakGroups.set(key, e); }
+    e.bytes += l.bytes; e.count += l.count; e.stacks++;
+    l.growth.forEach((v, i) => { e.growth[i] += v; });
+  }
+  const leakRows = [...leakGroups.values()].sort((a, b) => b.bytes - a.bytes).slice(0, 50);
+  table('leaks', ['device', 'kind', 'bytes', 'allocations', 'stacks', 'growth (¼ ½ ¾ end)', 'where'], leakRows.map((l) => ({
     title: stackText(l.stack), cells: [devName(l.device), l.kind, num(bytes(l.bytes)), num(l.count.toLocaleString()),
-      l.growth.map(bytes).join(' → '), groupOf(l.stack).label] })));
+      num(l.stacks), l.growth.map(bytes).join(' → '), l.label] })));
   table('spikes', ['from', 'to', 'rise', 'max', 'thread', 'its pinned bytes', 'where'], D.pinned.spikes.map((p) => ({
     title: stackText(p.stack), cells: [secs(p.start), secs(p.end), num(bytes(p.rise)), num(bytes(p.max)), p.thread || `#${p.thread_index}`,
       num(bytes(p.thread_bytes)), p.stack >= 0 ? groupOf(p.stack).label : ''] })));
