@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "analyzer/command_line.h"
 #include "analyzer/model/analysis.h"
+#include "analyzer/pictures_cli.h"
+#include "analyzer/progress.h"
 #include "analyzer/render/json_events.h"
 #include "analyzer/render/json_ranks.h"
 #include "analyzer/render/json_reports.h"
@@ -181,8 +183,13 @@ int RunCli(const std::vector<std::string>& args, std::FILE* out, std::FILE* err)
   if (cl.command == Command::kEvents) return RunEvents(cl, out, err);
   if (cl.command == Command::kSymbolize || cl.command == Command::kRedact) return RunTool(cl, out, err);
   if (cl.command == Command::kRanks) return RunRanks(cl, out, err);
+  if (IsPicturesCommand(cl.command)) return RunPicturesCommand(cl, out, err);
 
-  absl::StatusOr<std::unique_ptr<Analysis>> analysis = Analyze(cl.trace, OptionsFor(cl));
+  ProgressBar progress(err, absl::StrCat("reading ", cl.trace));
+  AnalyzeOptions options = OptionsFor(cl);
+  options.progress = progress.EventsCallback();
+  absl::StatusOr<std::unique_ptr<Analysis>> analysis = Analyze(cl.trace, options);
+  progress.Done();
   if (!analysis.ok()) return Fail(analysis.status(), err);
   Warn((*analysis)->info, err);
   Write(Render(cl, **analysis), out);

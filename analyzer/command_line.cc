@@ -5,6 +5,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "analyzer/byte_size.h"
+#include "analyzer/reports/check.h"
 
 namespace cumemtrace::analyzer {
 namespace {
@@ -18,6 +20,8 @@ constexpr Subcommand kSubcommands[] = {
     {"summary", Command::kSummary}, {"peak", Command::kPeak}, {"leaks", Command::kLeaks},
     {"pinned", Command::kPinned},   {"oom", Command::kOom},   {"events", Command::kEvents},
     {"ranks", Command::kRanks},     {"symbolize", Command::kSymbolize}, {"redact", Command::kRedact},
+    {"check", Command::kCheck},     {"diff", Command::kDiff},   {"folded", Command::kFolded},
+    {"html", Command::kHtml},       {"pprof", Command::kPprof}, {"perfetto", Command::kPerfetto},
 };
 
 absl::Status ParseCount(absl::string_view flag, absl::string_view value, size_t max, size_t* out) {
@@ -43,6 +47,34 @@ absl::Status ParseGroupBy(absl::string_view value, GroupingOptions* out) {
     return absl::InvalidArgumentError(
         absl::StrCat("--group-by takes user, stack or frame=REGEX, not '", value, "'"));
   }
+  return absl::OkStatus();
+}
+
+// check's bounds and the --device/--kind scope that check and the exports share.
+absl::Status ParseScopeFlag(absl::string_view name, absl::string_view value, CheckBounds* b) {
+  if (name == "--device") {
+    int32_t device = 0;
+    if (value == "host") {
+      device = -1;
+    } else if (!absl::SimpleAtoi(value, &device) || device < -1) {
+      return absl::InvalidArgumentError(absl::StrCat("--device takes a device ordinal or host, not '", value, "'"));
+    }
+    b->device = device;
+    return absl::OkStatus();
+  }
+  if (name == "--kind") {
+    std::optional<int> series = SeriesByName(std::string(value));
+    if (!series.has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--kind takes total, device, managed, pool, vmm_physical, pinned_host or registered_host, "
+                       "not '", value, "'"));
+    }
+    b->series = series;
+    return absl::OkStatus();
+  }
+  uint64_t bytes = 0;
+  if (absl::Status s = ParseByteSize(name, value, &bytes); !s.ok()) return s;
+  (name == "--max-peak" ? b->max_peak : b->max_leak) = bytes;
   return absl::OkStatus();
 }
 
@@ -119,6 +151,22 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
       }
       continue;
     }
+    if (name == "--no-oom") {
+      cl.bounds.no_oom = true;
+      continue;
+    }
+    if (name == "--leaks") {
+      cl.leaks = true;
+      continue;
+    }
+    if (name == "--max-peak" || name == "--max-leak" || name == "--device" || name == "--kind") {
+      if (!has_value) {
+        if (i + 1 >= args.size()) return absl::InvalidArgumentError(absl::StrCat(name, " needs a value"));
+        value = args[++i];
+      }
+      if (absl::Status s = ParseScopeFlag(name, value, &cl.bounds); !s.ok()) return s;
+      continue;
+    }
     return absl::InvalidArgumentError(absl::StrCat("unknown option ", arg));
   }
 
@@ -140,11 +188,18 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
     cl.trace = cl.traces.front();
     return cl;
   }
+  if (cl.command == Command::kDiff) {
+    if (positional.size() != next + 2) return absl::InvalidArgumentError("diff takes two traces: diff A.pb B.pb");
+    cl.trace = positional[next];
+    cl.second_trace = positional[next + 1];
+    return cl;
+  }
   if (positional.size() > next + 1) {
     if (next == 0) {
       return absl::InvalidArgumentError(absl::StrCat("unknown subcommand '", positional[0],
                                                      "' (one of: summary, peak, leaks, pinned, oom, events, "
-                                                     "ranks, symbolize, redact)"));
+                                                     "ranks, symbolize, redact, check, diff, folded, html, pprof, "
+                                                     "perfetto)"));
     }
     return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", positional[next + 1], "'"));
   }
@@ -154,8 +209,25 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
   }
   cl.trace = positional[next];
   const bool writes_trace = cl.command == Command::kSymbolize || cl.command == Command::kRedact;
-  if (!cl.output.empty() && !writes_trace) {
-    return absl::InvalidArgumentError("-o is for symbolize and redact (reports go to stdout)");
+  const bool writes_file = cl.command == Command::kHtml || cl.command == Command::kPprof ||
+                           cl.command == Command::kPerfetto || cl.command == Command::kFolded;
+  if (!cl.output.empty() && !writes_trace && !writes_file) {
+    return absl::InvalidArgumentError("-o is for symbolize, redact and the exports (reports go to stdout)");
+  }
+  if (cl.output.empty() && writes_file && cl.command != Command::kFolded) {
+    return absl::InvalidArgumentError(absl::StrCat(cl.command_name, " needs -o OUT"));
+  }
+  if (cl.command == Command::kCheck && !cl.bounds.any()) {
+    return absl::InvalidArgumentError("check needs at least one of --max-peak SIZE, --max-leak SIZE, --no-oom");
+  }
+  const bool scoped = cl.command == Command::kCheck || cl.command == Command::kFolded || cl.command == Command::kPprof;
+  if ((cl.command != Command::kCheck && cl.bounds.any()) ||
+      (!scoped && (cl.bounds.device.has_value() || cl.bounds.series.has_value()))) {
+    return absl::InvalidArgumentError(
+        "--max-peak, --max-leak and --no-oom are for check; --device and --kind for check, folded and pprof");
+  }
+  if (cl.leaks && cl.command != Command::kFolded && cl.command != Command::kPprof) {
+    return absl::InvalidArgumentError("--leaks is for folded and pprof");
   }
   if (!cl.debug_dirs.empty() && cl.command != Command::kSymbolize) {
     return absl::InvalidArgumentError("--debug-dir is for symbolize");
@@ -171,6 +243,10 @@ std::string UsageText() {
        cumem-analyze symbolize TRACE.pb [-o OUT.pb] [--debug-dir DIR]...
        cumem-analyze redact TRACE.pb -o OUT.pb
        cumem-analyze ranks TRACE.pb TRACE.pb... [--json]
+       cumem-analyze check TRACE.pb [--max-peak SIZE] [--max-leak SIZE] [--no-oom] [--device N] [--kind K]
+       cumem-analyze diff A.pb B.pb [--json] [--top N] [--group-by HOW]
+       cumem-analyze folded|pprof TRACE.pb [-o OUT] [--leaks] [--device N|host] [--kind K]
+       cumem-analyze perfetto|html TRACE.pb -o OUT
 
 Reads a cumemtrace trace and says what held CUDA memory, when, and who allocated it.
 
@@ -188,6 +264,21 @@ subcommands:
             that died before writing its symbols); modules are found by path when the build id matches, else
             as DIR/.build-id/xx/rest.debug or DIR/<file name> of each --debug-dir; default OUT: TRACE with
             .symbolized.pb
+  check     a CI gate: exit 1 with a one-line reason when the peak (the device total, or --kind K: total,
+            device, managed, pool, vmm_physical, pinned_host, registered_host) is over --max-peak, more than
+            --max-leak is live at the end, or (--no-oom) an allocation failed; --device N (or host) scopes it;
+            sizes as 8GiB, 512MiB, 1.5G, 2GB, 1000000; exit 0 within bounds, 2 bad usage or unreadable trace
+  diff      two traces compared: peaks, live at the end, and the groups live at each peak and at the end
+            matched by function, file and line (never addresses), largest growth or shrink first
+  folded    stacks live at each peak (--leaks: at the end) as `root;...;leaf bytes` for flamegraph.pl,
+            inferno or speedscope (stdout, or -o OUT)
+  pprof     the same as a gzipped pprof profile (go tool pprof, speedscope): inuse_space/inuse_objects at
+            the peak (or the end with --leaks) and alloc_space/alloc_objects over the whole trace
+  perfetto  memory over time as a Perfetto trace (ui.perfetto.dev): a counter track per device and kind,
+            an instant event per failed allocation
+  html      one self-contained HTML page (no network): memory over time by owner, the peak and failed
+            allocations marked, what was live at a selected moment as a flamegraph and a table, leaks,
+            pinned spikes, owners, the driver's view and the tool's health
   redact    writes a copy to share: no host name, argv reduced to the program and its arguments, paths outside
             the program's own directory reduced to their name (or what follows site-packages/)
 
@@ -208,7 +299,7 @@ options:
   --version    the version, and the trace format versions it reads
 
 exit status: 0 done (warnings about a cut-off trace go to stderr), 1 the trace could not be read,
-2 bad usage.
+2 bad usage. check: 0 within bounds, 1 a bound broken, 2 bad usage or a trace that could not be read.
 )";
 }
 

@@ -12,10 +12,15 @@
 
 #include "absl/status/statusor.h"
 #include "analyzer/model/stack_grouper.h"
+#include "analyzer/reports/check_bounds.h"
 
 namespace cumemtrace::analyzer {
 
-enum class Command { kSummary, kPeak, kLeaks, kPinned, kOom, kEvents, kRanks, kSymbolize, kRedact, kHelp, kVersion };
+enum class Command {
+  kSummary, kPeak, kLeaks, kPinned, kOom, kEvents, kRanks, kSymbolize, kRedact, kHelp, kVersion,
+  // Pictures and comparisons (issue 9): a CI gate, two traces compared, and files for other viewers.
+  kCheck, kDiff, kFolded, kHtml, kPprof, kPerfetto,
+};
 
 struct CommandLine {
   Command command = Command::kSummary;
@@ -29,6 +34,9 @@ struct CommandLine {
   std::string output;                   // symbolize, redact: -o OUT.pb
   std::vector<std::string> debug_dirs;  // symbolize: --debug-dir DIR, in order
   GroupingOptions grouping{GroupBy::kUser, ""};  // --group-by
+  CheckBounds bounds;        // check: --max-peak, --max-leak, --no-oom; --device and --kind also scope exports
+  std::string second_trace;  // diff: B.pb
+  bool leaks = false;        // folded, pprof: --leaks (live at the end instead of live at the peak)
 };
 
 inline constexpr size_t kMaxTop = 1000000;

@@ -4,10 +4,18 @@
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config libunwind-dev libabsl-dev libprotobuf-dev protobuf-compiler
-          libdw-dev libelf-dev libgtest-dev libgmock-dev python3 python3-pytest)
+          libdw-dev libelf-dev libgtest-dev libgmock-dev python3 python3-pytest zlib1g-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# Headless Chromium opens the HTML report in tests/browser (skipped without it). Optional: installed only where the
+# distribution has the package (Debian's chromium; Ubuntu ships it as a snap, which CI cannot use).
+for p in chromium; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" &&
+     apt-cache show "$p" >/dev/null 2>&1 && ! apt-cache show "$p" 2>/dev/null | grep -q "^Pre-Depends:.*snapd"; then
+    missing+=("$p")
+  fi
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"

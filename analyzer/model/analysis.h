@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,7 @@ struct AnalyzeOptions {
   size_t oom_snapshot_first = 100;
   size_t max_pinned_log = size_t{1} << 20;  // pinned changes kept for the end; beyond: a second read
   GroupingOptions grouping;  // how snapshots, leaks and pinned spikes merge stacks (default: one group per stack)
+  std::function<void(uint64_t)> progress;  // called with the events read so far, now and then (may be empty)
 };
 
 // One (device, series) timeline: its final state and peak, and what was live at the peak.

@@ -63,6 +63,7 @@ void ScanPass::OnEvent(const Event& event) {
 
 void ScanPass::OnEvents(absl::Span<const Event> events) {
   model_.ApplyAll(events, [this](const Event& e, const Outcome& o, uint64_t index) { After(e, o, index); });
+  if (options_.progress) options_.progress(model_.stats().events);
 }
 
 void ScanPass::LogPinned(const Event& event, const Outcome& outcome) {

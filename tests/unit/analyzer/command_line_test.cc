@@ -59,7 +59,7 @@ TEST(CommandLine, Errors) {
       {{"run.pb", "--top=-1"}, "--top takes a number from 0 to 1000000, not '-1'"},
       {{"run.pb", "--frames", "99999"}, "--frames takes a number from 0 to 4096, not '99999'"},
       {{"bogus", "run.pb"}, "unknown subcommand 'bogus' (one of: summary, peak, leaks, pinned, oom, events, "
-                                "ranks, symbolize, redact)"},
+                                "ranks, symbolize, redact, check, diff, folded, html, pprof, perfetto)"},
       {{"peak", "run.pb", "extra"}, "unexpected argument 'extra'"},
   };
   for (const auto& [args, message] : cases) {

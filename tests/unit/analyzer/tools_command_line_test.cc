@@ -33,7 +33,7 @@ TEST(ToolsCommandLine, RedactNeedsAnOutput) {
 
 TEST(ToolsCommandLine, OutputFlagsBelongToTheTools) {
   EXPECT_EQ(ParseCommandLine({"peak", "run.pb", "-o", "x.pb"}).status().message(),
-            "-o is for symbolize and redact (reports go to stdout)");
+            "-o is for symbolize, redact and the exports (reports go to stdout)");
   EXPECT_EQ(ParseCommandLine({"redact", "run.pb", "-o", "x.pb", "--debug-dir", "/d"}).status().message(),
             "--debug-dir is for symbolize");
   EXPECT_EQ(ParseCommandLine({"symbolize", "run.pb", "-o"}).status().message(), "-o needs a path");
