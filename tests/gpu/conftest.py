@@ -60,6 +60,12 @@ WORKLOADS = {
     "cupti_cupy": ("cupy_pool.py", {"CUMEMTRACE_CUPTI": "1"}, [], 60),
     "cost": ("cost_loop.py", {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, [], 60),
     "cost_nopy": ("cost_loop.py", {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "CUMEMTRACE_PYTHON": "0"}, [], 60),
+    # PyTorch's caching-allocator layer (test_torch_blocks.py): checkpoints, a fragmentation OOM, the step cost.
+    "blocks_default": ("blocks_train.py", {}, [], 240),
+    "blocks_expandable": ("blocks_train.py", _alloc_conf("expandable_segments:True"), [], 240),
+    "frag_oom": ("frag_oom.py", {}, [], 90),
+    "gpt2_overhead": ("gpt2_overhead.py", {}, [], 240),
+    "gpt2_history": ("gpt2_overhead.py", {}, ["--history"], 240),
     # Cold TorchInductor and Triton caches for each run ({work} and {tag} are filled in per run).
     "graphs_compile": ("graphs_compile.py", {"TORCHINDUCTOR_COMPILE_THREADS": "1",
                                              "TORCHINDUCTOR_CACHE_DIR": "{work}/cache_inductor_{tag}",

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Training-step time of GPT-2 (6 layers x 512, batch 16 x 256, AdamW; built from a config) in one of three modes,
 for docs/performance.md: run it untraced, under cumemtrace (LD_PRELOAD, block events with Python frames), and with
-`--history` (PyTorch's own torch.cuda.memory._record_memory_history(stacks="python")), all in one device call.
+`--history` (PyTorch's own torch.cuda.memory._record_memory_history(stacks="python")), in one device call
+(tests/gpu/test_torch_blocks.py).
 
-Prints one JSON line: mode, median and mean ms per step over the timed steps, allocator trace entries per step
-(from memory_stats: the number of allocations, each an ALLOC + FREE_REQUESTED + FREE_COMPLETED), and with
---history how many entries PyTorch's history held and the size of its pickled snapshot.
-Usage: gpu_step_overhead.py [--history] [--steps N]
+Writes its truth JSON (and prints it): mode, median and mean ms per step over the timed steps, allocations per step
+(memory_stats: each is an ALLOC, a FREE_REQUESTED and a FREE_COMPLETED entry), and with --history how many entries
+PyTorch's history held and the size of its pickled snapshot.
+Usage: gpt2_overhead.py TRUTH_JSON [--history] [--steps N]
 """
 import json
+import os
 import pickle
 import statistics
 import sys
@@ -19,7 +21,7 @@ import torch
 
 def main():
     history = "--history" in sys.argv
-    steps = int(sys.argv[sys.argv.index("--steps") + 1]) if "--steps" in sys.argv else 60
+    steps = int(sys.argv[sys.argv.index("--steps") + 1]) if "--steps" in sys.argv else 120
     from transformers import GPT2Config, GPT2LMHeadModel
     device = torch.device("cuda", 0)
     torch.manual_seed(0)
@@ -56,6 +58,9 @@ def main():
         result["history_entries"] = entries
         result["history_pickle_bytes"] = len(pickle.dumps(snapshot))
         torch.cuda.memory._record_memory_history(enabled=None)
+    result["pid"] = os.getpid()
+    with open(sys.argv[1], "w") as f:
+        json.dump(result, f)
     print(json.dumps(result))
     return 0
 
