@@ -140,6 +140,8 @@ void ReadConfig(Config* config) {
   config->follow_exec = ReadFlag("CUMEMTRACE_FOLLOW_EXEC");
   config->cupti = ReadFlag("CUMEMTRACE_CUPTI");
   config->python_frames = PythonFramesWanted();
+  const char* torch_blocks = getenv("CUMEMTRACE_TORCH_BLOCKS");
+  config->torch_blocks = torch_blocks == nullptr || strcmp(torch_blocks, "0") != 0;
   config->quiet = ReadFlag("CUMEMTRACE_QUIET");
   config->rank = ParseRankNumber(getenv("RANK"));
   config->local_rank = ParseRankNumber(getenv("LOCAL_RANK"));

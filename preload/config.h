@@ -12,6 +12,7 @@
 //   CUMEMTRACE_SAMPLE_MS    driver free/total sampled per device at most this often (default 100; 0 = never)
 //   CUMEMTRACE_CUPTI        1: subscribe to CUPTI as a second source (default off: nothing CUPTI is loaded)
 //   CUMEMTRACE_PYTHON       0: no Python frames (default on)
+//   CUMEMTRACE_TORCH_BLOCKS 0: do not attach to PyTorch's caching allocator: segments only (default on)
 //   CUMEMTRACE_QUIET        1: no "cumemtrace: wrote ..." line on stderr at a clean end (default: printed)
 //   CUMEMTRACE_LINES        0: no file:line from debug info at exit (read by symbolize.cc)
 //   RANK, LOCAL_RANK, WORLD_SIZE  (set by torchrun / MPI launchers) the header's rank fields when numbers
@@ -40,6 +41,7 @@ struct Config {
   int sample_ms = 100;
   bool cupti = false;
   bool python_frames = true;
+  bool torch_blocks = true;
   bool quiet = false;
   int rank = -1;  // -1: unset or not a number
   int local_rank = -1;

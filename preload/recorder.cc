@@ -475,7 +475,7 @@ void FinishTrace() {
   ++self.in_recorder;
   RefreshModules();
   RetryPythonLookup();  // a Python loaded since the last flush still gets its notice
-  NoteTorchTrackerAtEnd();
+  NoteTorchTrackerAtEnd(g_config.torch_blocks);
   pthread_mutex_lock(&g_lock);
   if (g_state.load(std::memory_order_acquire) == kRunning) {
     g_stop_flusher = true;
@@ -715,7 +715,7 @@ void Record(const CallRecord& call) {
 
   // Outside every lock of the recorder (it may take PyTorch's allocator locks); still inside the recorder, so no
   // CUDA call it causes is recorded.
-  if (is_alloc && !is_torch && call.result == 0 && depth > 0 && ev.seq != 0) {
+  if (is_alloc && !is_torch && call.result == 0 && depth > 0 && ev.seq != 0 && g_config.torch_blocks) {
     MaybeAttachTorchTracker(call.api, ev.seq, call.address, call.size, pcs, depth);
   }
   errno = saved_errno;

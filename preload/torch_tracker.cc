@@ -269,9 +269,13 @@ void MaybeAttachTorchTracker(Api api, uint64_t seq, uint64_t address, uint64_t s
   g_state.store(Attach(c10, seq), std::memory_order_release);
 }
 
-void NoteTorchTrackerAtEnd() {
+void NoteTorchTrackerAtEnd(bool wanted) {
   int state = g_state.load(std::memory_order_acquire);
   if (state == kAttached || state == kGaveUp) return;
+  if (!wanted) {
+    NoteOnce(NoticeCode::kTorchAllocatorUnavailable, "CUMEMTRACE_TORCH_BLOCKS=0: no block layer (segments only)");
+    return;
+  }
   size_t from_first = 0;
   ModuleEntry c10;
   if (FindLoadedModule("libc10_cuda.so", &from_first, &c10)) g_c10_seen = true;

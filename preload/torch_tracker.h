@@ -31,8 +31,9 @@ namespace cumemtrace::preload {
 void MaybeAttachTorchTracker(format::Api api, uint64_t seq, uint64_t address, uint64_t size, const uintptr_t* pcs,
                              int depth);
 
-// At a clean end: says in the trace why there is no block layer if there is none (once).
-void NoteTorchTrackerAtEnd();
+// At a clean end: says in the trace why there is no block layer if there is none (once). `wanted`: the setting
+// CUMEMTRACE_TORCH_BLOCKS was not 0.
+void NoteTorchTrackerAtEnd(bool wanted);
 
 }  // namespace cumemtrace::preload
 

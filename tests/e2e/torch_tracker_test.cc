@@ -294,6 +294,13 @@ TEST(TorchTracker, IgnoresEveryEntryWhenTheFirstDoesNotDescribeTheSegment) {
   RemoveRunDir(r.run);
 }
 
+TEST(TorchTracker, StepsAsideWhenTurnedOff) {
+  TorchRun r = RunTorch("basic", {{"CUMEMTRACE_TORCH_BLOCKS", "0"}});
+  ExpectStepsAside(r, format::NoticeCode::kTorchAllocatorUnavailable, "CUMEMTRACE_TORCH_BLOCKS=0");
+  EXPECT_TRUE(r.trace.allocator_attaches.empty());
+  RemoveRunDir(r.run);
+}
+
 TEST(TorchTracker, SaysSoWhenTheProcessHasNoPyTorch) {
   RunOptions options;
   options.program = "direct";
