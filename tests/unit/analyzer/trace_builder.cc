@@ -198,6 +198,7 @@ format::EventBatch TraceBuilder::Encode(const std::vector<Ev>& events, const Enc
     }
   }
   bool same_thread = true, same_device = true, same_stack = true;
+  const Ev* first_stack = nullptr;  // the first row whose api has a stack (format version 2's stack column)
   for (size_t i = 0; i < events.size(); ++i) {
     const Ev& e = events[i];
     b.add_time_delta_ns(e.time_ns - (i == 0 ? events[0].time_ns : events[i - 1].time_ns));
@@ -209,7 +210,10 @@ format::EventBatch TraceBuilder::Encode(const std::vector<Ev>& events, const Enc
     if (info != nullptr && info->has_aux) b.add_aux(e.aux);
     same_thread &= e.thread == events[0].thread;
     same_device &= e.device == events[0].device;
-    same_stack &= e.stack == events[0].stack;
+    if (info == nullptr || info->has_stack) {
+      if (first_stack == nullptr) first_stack = &e;
+      same_stack &= e.stack == first_stack->stack;
+    }
     if (e.result != 0) {
       format::Failure* f = b.add_failures();
       f->set_row(static_cast<uint32_t>(i));
@@ -222,7 +226,14 @@ format::EventBatch TraceBuilder::Encode(const std::vector<Ev>& events, const Enc
   const bool per_row = options.per_row_columns;
   for (size_t i = 0; i < ((same_thread && !per_row) ? 1 : events.size()); ++i) b.add_thread(events[i].thread);
   for (size_t i = 0; i < ((same_device && !per_row) ? 1 : events.size()); ++i) b.add_device(events[i].device);
-  for (size_t i = 0; i < ((same_stack && !per_row) ? 1 : events.size()); ++i) b.add_stack(events[i].stack);
+  if (first_stack != nullptr && same_stack && !per_row) {
+    b.add_stack(first_stack->stack);
+  } else {
+    for (const Ev& e : events) {
+      const format::ApiInfo* info = format::FindApi(static_cast<uint32_t>(e.api));
+      if (info == nullptr || info->has_stack) b.add_stack(e.stack);
+    }
+  }
   return b;
 }
 
