@@ -128,6 +128,31 @@ std::string GroupLabelText(const GroupLabel& label, uint64_t stack_id) {
   return out;
 }
 
+std::string PythonFrameText(const Frame& f) {
+  std::string where = f.file.empty() ? std::string("??") : Printable(std::string(ShortPath(f.file)));
+  if (f.line != 0) absl::StrAppend(&where, ":", f.line);
+  return absl::StrCat(Printable(f.function), " (", where, ")");
+}
+
+void AppendStack(const std::vector<Frame>& frames, const StackView& view, const std::string& indent,
+                 std::string* out) {
+  if (!view.python) {
+    AppendFrames(frames, frames.size(), indent, out);
+    return;
+  }
+  for (const Frame& f : view.python_frames) absl::StrAppend(out, indent, PythonFrameText(f), "\n");
+  if (view.more_python != 0) {
+    absl::StrAppend(out, indent, "... ", Plural(view.more_python, "more Python frame", "more Python frames"), "\n");
+  }
+  if (view.native_frames == 0) return;
+  std::string fold = absl::StrCat("[", Plural(view.native_frames, "native frame", "native frames"));
+  if (!view.native_first.empty()) {
+    absl::StrAppend(&fold, ": ", Printable(view.native_first));
+    if (view.native_last != view.native_first) absl::StrAppend(&fold, " ... ", Printable(view.native_last));
+  }
+  absl::StrAppend(out, indent, fold, "]\n");
+}
+
 void AppendFrames(const std::vector<Frame>& frames, size_t max, const std::string& indent, std::string* out) {
   if (frames.empty()) {
     absl::StrAppend(out, indent, "(no stack)\n");

@@ -79,7 +79,7 @@ void AppendGroups(const std::vector<ResolvedGroup>& groups, uint64_t other_bytes
   for (const ResolvedGroup& g : groups) {
     absl::StrAppendFormat(out, "  %10s %6.1f%%  %-16s  %s\n", HumanBytes(g.bytes), g.share * 100.0,
                           Plural(g.count, "allocation", "allocations"), GroupLabelText(g.label, g.stack_id));
-    AppendFrames(g.frames, g.frames.size(), kFrameIndent, out);
+    AppendStack(g.frames, g.view, kFrameIndent, out);
   }
   if (other_count != 0 && group_count > groups.size()) {
     absl::StrAppendFormat(out, "  %10s in %s from %s more\n", HumanBytes(other_bytes),
@@ -139,7 +139,7 @@ void AppendOom(const OomEntry& o, bool details, std::string* out) {
                         o.live_is_host ? "host memory" : absl::StrCat("on ", DeviceName(o.device)),
                         HumanBytes(o.live_bytes), Plural(o.live_count, "allocation", "allocations"));
   absl::StrAppend(out, "  requested by thread ", ThreadLabel(o.thread, o.thread_name), " at\n");
-  AppendFrames(o.stack, o.stack.size(), kFrameIndent, out);
+  AppendStack(o.stack, o.view, kFrameIndent, out);
   if (details && o.snapshot_taken && !o.live_by_stack.empty()) {
     absl::StrAppend(out, "  live then, by group:\n");
     AppendGroups(o.live_by_stack, o.other_bytes, o.other_count, o.group_count, out);
@@ -158,7 +158,7 @@ void AppendLeakEntries(const LeakReport& r, std::string* out) {
                           Plural(e.count, "allocation", "allocations"), DeviceName(e.device), e.kind,
                           GroupLabelText(e.label, e.stack_id));
     absl::StrAppend(out, kFrameIndent, "live at each quarter of the run: ", GrowthText(e.growth), "\n");
-    AppendFrames(e.frames, e.frames.size(), kFrameIndent, out);
+    AppendStack(e.frames, e.view, kFrameIndent, out);
   }
   if (r.group_count > r.top.size()) {
     absl::StrAppendFormat(out, "  ... and %s more\n", Plural(r.group_count - r.top.size(), "group", "groups"));
@@ -236,7 +236,7 @@ void AppendSpike(const PinnedSpike& s, std::string* out) {
                         HumanBytes(s.rise_bytes), Seconds(s.start_ns), Seconds(s.end_ns), HumanBytes(s.start_bytes),
                         HumanBytes(s.max_bytes), ThreadLabel(s.thread, s.thread_name), HumanBytes(s.allocated_bytes),
                         GroupLabelText(s.label, s.stack_id));
-  AppendFrames(s.stack, s.stack.size(), kFrameIndent, out);
+  AppendStack(s.stack, s.view, kFrameIndent, out);
 }
 
 void AppendHealth(const Overview& o, std::string* out) {
@@ -355,7 +355,7 @@ std::string SummaryText(const Overview& o, const SummaryReport& r) {
     absl::StrAppendFormat(&out, "  the largest: %s in %s (%s, %s), %s; live at each quarter: %s\n",
                           HumanBytes(e.bytes), Plural(e.count, "allocation", "allocations"), DeviceName(e.device),
                           e.kind, GroupLabelText(e.label, e.stack_id), GrowthText(e.growth));
-    AppendFrames(e.frames, e.frames.size(), kFrameIndent, &out);
+    AppendStack(e.frames, e.view, kFrameIndent, &out);
   }
   out.push_back('\n');
 

@@ -313,7 +313,7 @@ TEST(PythonView, JsonShape) {
 TEST(PythonView, GroupByErrorsAreOneLine) {
   ToolResult r = Tool({"peak", "x.pb", "--group-by", "line"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_EQ(r.err, "cumem-analyze: --group-by takes user, stack or frame=REGEX, not 'line' (see cumem-analyze --help)\n");
+  EXPECT_EQ(r.err, "cumem-analyze: --group-by takes user, stack, python or frame=REGEX, not 'line' (see cumem-analyze --help)\n");
   r = Tool({"peak", "x.pb", "--group-by=frame=(unclosed"});
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err.rfind("cumem-analyze: --group-by frame=(unclosed: not a regular expression (", 0), 0u) << r.err;
