@@ -128,6 +128,20 @@ std::string GroupLabelText(const GroupLabel& label, uint64_t stack_id) {
   return out;
 }
 
+void AppendGroups(const std::vector<ResolvedGroup>& groups, uint64_t other_bytes, uint64_t other_count,
+                  uint64_t group_count, std::string* out) {
+  for (const ResolvedGroup& g : groups) {
+    absl::StrAppendFormat(out, "  %10s %6.1f%%  %-16s  %s\n", HumanBytes(g.bytes), g.share * 100.0,
+                          Plural(g.count, "allocation", "allocations"), GroupLabelText(g.label, g.stack_id));
+    AppendStack(g.frames, g.view, "        ", out);
+  }
+  if (other_count != 0 && group_count > groups.size()) {
+    absl::StrAppendFormat(out, "  %10s in %s from %s more\n", HumanBytes(other_bytes),
+                          Plural(other_count, "allocation", "allocations"),
+                          Plural(group_count - groups.size(), "group", "groups"));
+  }
+}
+
 std::string PythonFrameText(const Frame& f) {
   std::string where = f.file.empty() ? std::string("??") : Printable(std::string(ShortPath(f.file)));
   if (f.line != 0) absl::StrAppend(&where, ":", f.line);

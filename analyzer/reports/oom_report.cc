@@ -64,13 +64,11 @@ OomReport BuildOomReport(const Analysis& a, const ReportOptions& options, FrameR
                          a.allocator.config.expandable_segments);
     t.tensors = ResolveGroups(rec.tensors.groups, rec.tensors.total_bytes, options, resolver, a.grouper.get());
     t.tensor_groups = rec.tensors.group_count;
-    t.tensor_other_bytes = rec.tensors.total_bytes;
-    for (const ResolvedGroup& g : t.tensors) t.tensor_other_bytes -= g.bytes;
+    OtherThan(rec.tensors, t.tensors, &t.tensor_other_bytes, &t.tensor_other_count);
     t.tensors_by_python = ResolveGroups(rec.tensors_by_python.groups, rec.tensors_by_python.total_bytes, options,
                                         resolver, a.python_grouper.get());
     t.python_groups = rec.tensors_by_python.group_count;
-    t.python_other_bytes = rec.tensors_by_python.total_bytes;
-    for (const ResolvedGroup& g : t.tensors_by_python) t.python_other_bytes -= g.bytes;
+    OtherThan(rec.tensors_by_python, t.tensors_by_python, &t.python_other_bytes, &t.python_other_count);
     r.torch_ooms.push_back(std::move(t));
   }
   return r;

@@ -58,9 +58,11 @@ struct TorchOomEntry {
   std::vector<ResolvedGroup> tensors;  // live tensors (extents) by group (see --group-by)
   uint64_t tensor_groups = 0;
   uint64_t tensor_other_bytes = 0;
+  uint64_t tensor_other_count = 0;
   std::vector<ResolvedGroup> tensors_by_python;  // ... by innermost Python frame
   uint64_t python_groups = 0;
   uint64_t python_other_bytes = 0;
+  uint64_t python_other_count = 0;
 };
 
 struct OomReport {

@@ -57,6 +57,7 @@ struct Overview {
   const TraceInfo* info = nullptr;
   ModelStats model;
   std::string group_by = "stack";  // GroupingName of the grouping the reports used
+  bool allocator_layer = false;    // the trace has PyTorch's caching-allocator layer
 };
 
 // The label of a group keyed by `key` whose largest stack is `stack` (`grouper` null: a plain stack).

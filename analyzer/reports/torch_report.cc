@@ -6,11 +6,18 @@
 namespace cumemtrace::analyzer {
 namespace {
 
-uint64_t OtherBytes(const GroupedSnapshot& s, const std::vector<ResolvedGroup>& shown) {
-  uint64_t other = s.total_bytes;
-  for (const ResolvedGroup& g : shown) other -= g.bytes;
-  return other;
+}  // namespace
+
+void OtherThan(const GroupedSnapshot& s, const std::vector<ResolvedGroup>& shown, uint64_t* bytes, uint64_t* count) {
+  *bytes = s.total_bytes;
+  *count = s.total_count;
+  for (const ResolvedGroup& g : shown) {
+    *bytes -= g.bytes;
+    *count -= g.count;
+  }
 }
+
+namespace {
 
 }  // namespace
 
@@ -65,13 +72,14 @@ std::vector<TorchPeakSection> BuildTorchPeaks(const Analysis& a, const ReportOpt
       s.at_allocated_peak = ResolveGroups(d.at_allocated_peak.groups, d.at_allocated_peak.total_bytes, options,
                                           resolver, a.grouper.get());
       s.allocated_peak_groups = d.at_allocated_peak.group_count;
-      s.allocated_peak_other_bytes = OtherBytes(d.at_allocated_peak, s.at_allocated_peak);
+      OtherThan(d.at_allocated_peak, s.at_allocated_peak, &s.allocated_peak_other_bytes,
+                &s.allocated_peak_other_count);
     }
     if (d.at_reserved_peak.taken) {
       s.at_reserved_peak = ResolveGroups(d.at_reserved_peak.groups, d.at_reserved_peak.total_bytes, options,
                                          resolver, a.grouper.get());
       s.reserved_peak_groups = d.at_reserved_peak.group_count;
-      s.reserved_peak_other_bytes = OtherBytes(d.at_reserved_peak, s.at_reserved_peak);
+      OtherThan(d.at_reserved_peak, s.at_reserved_peak, &s.reserved_peak_other_bytes, &s.reserved_peak_other_count);
     }
     out.push_back(std::move(s));
   }

@@ -51,10 +51,16 @@ struct TorchPeakSection {
   std::vector<ResolvedGroup> at_allocated_peak;  // tensors by group, extents
   uint64_t allocated_peak_groups = 0;
   uint64_t allocated_peak_other_bytes = 0;       // in groups not listed
+  uint64_t allocated_peak_other_count = 0;
   std::vector<ResolvedGroup> at_reserved_peak;
   uint64_t reserved_peak_groups = 0;
   uint64_t reserved_peak_other_bytes = 0;
+  uint64_t reserved_peak_other_count = 0;
 };
+
+// What `snapshot` holds beyond the groups `shown`.
+void OtherThan(const GroupedSnapshot& snapshot, const std::vector<ResolvedGroup>& shown, uint64_t* bytes,
+               uint64_t* count);
 
 TorchLayerSummary BuildTorchLayerSummary(const Analysis& analysis);
 // One section per device with allocator events, by ordinal.
