@@ -20,6 +20,9 @@ TorchBlock FreeBlock(uint64_t size, uint64_t stream) {
 
 bool Mergeable(const TorchBlock& b) { return b.state == TorchBlockState::kFree; }
 
+// No allocator hands out more than this; larger sizes are damage (and would overflow the rounding).
+constexpr uint64_t kMaxSize = uint64_t{1} << 56;
+
 }  // namespace
 
 const char* TorchBlockStateName(TorchBlockState state) {
@@ -53,6 +56,15 @@ void AllocatorLayer::Apply(const Event& e, uint64_t index) {
   if (e.info == nullptr || !format::IsTorchApi(e.api)) return;
   Device& d = ForDevice(e.device);
   const EventStamp when{index, e.time_ns, e.seq};
+  const bool segment_event = e.api == format::Api::kTorchSegmentAlloc || e.api == format::Api::kTorchSegmentFree ||
+                             e.api == format::Api::kTorchSegmentMap || e.api == format::Api::kTorchSegmentUnmap;
+  // A range that is empty or wraps around the address space cannot be placed (a damaged trace).
+  const bool wraps = e.address + e.size < e.address;
+  if ((segment_event && (e.size == 0 || wraps)) ||
+      (e.api == format::Api::kTorchAlloc && (e.size > kMaxSize || e.address > ~uint64_t{0} - 4 * kMaxSize))) {
+    ++d.stats.mismatches;
+    return;
+  }
   switch (e.api) {
     case format::Api::kTorchAlloc: Alloc(d, e, when); break;
     case format::Api::kTorchFreeRequested: FreeRequested(d, e); break;

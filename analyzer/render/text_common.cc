@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -142,6 +143,25 @@ void AppendGroups(const std::vector<ResolvedGroup>& groups, uint64_t other_bytes
   }
 }
 
+namespace {
+
+// A C++ function's name without its parameter list: "at::detail::empty_cuda(c10::ArrayRef<long>, ...)" ->
+// "at::detail::empty_cuda" ("(anonymous namespace)" is part of the name).
+std::string WithoutParameters(const std::string& name) {
+  constexpr std::string_view kAnonymous = "(anonymous namespace)";
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] != '(' || i == 0) continue;
+    if (std::string_view(name).substr(i, kAnonymous.size()) == kAnonymous) {
+      i += kAnonymous.size() - 1;
+      continue;
+    }
+    return name.substr(0, i);
+  }
+  return name;
+}
+
+}  // namespace
+
 std::string PythonFrameText(const Frame& f) {
   std::string where = f.file.empty() ? std::string("??") : Printable(std::string(ShortPath(f.file)));
   if (f.line != 0) absl::StrAppend(&where, ":", f.line);
@@ -161,8 +181,10 @@ void AppendStack(const std::vector<Frame>& frames, const StackView& view, const 
   if (view.native_frames == 0) return;
   std::string fold = absl::StrCat("[", Plural(view.native_frames, "native frame", "native frames"));
   if (!view.native_first.empty()) {
-    absl::StrAppend(&fold, ": ", Printable(view.native_first));
-    if (view.native_last != view.native_first) absl::StrAppend(&fold, " ... ", Printable(view.native_last));
+    const std::string first = WithoutParameters(view.native_first);
+    const std::string last = WithoutParameters(view.native_last);
+    absl::StrAppend(&fold, ": ", Printable(first));
+    if (last != first) absl::StrAppend(&fold, " ... ", Printable(last));
   }
   absl::StrAppend(out, indent, fold, "]\n");
 }
