@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "analyzer/model/allocator_map.h"
 #include "analyzer/model/analysis.h"
 #include "analyzer/reports/leak_report.h"
 #include "analyzer/reports/oom_report.h"
@@ -245,6 +246,30 @@ TEST(TorchLayer, JsonShape) {
   bool cache = false;
   for (const JsonValue& l : j["leaks"].array()) cache |= l["cached_by_pytorch"].boolean();
   EXPECT_TRUE(cache);
+}
+
+// The segment/block map at any moment, by replay.
+TEST(TorchLayer, MapAtAnyMoment) {
+  const std::string path = WriteTorchTrace("torch_map.pb", 12 * kMiB);
+  absl::StatusOr<AllocatorMap> at4 = AllocatorMapAt(path, 0, 4);
+  ASSERT_TRUE(at4.ok()) << at4.status();
+  ASSERT_EQ(at4->segments.size(), 1u);
+  const std::vector<TorchBlockView>& b = at4->segments[0].blocks;
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(b[0].address, kSeg);
+  EXPECT_EQ(b[0].block.state, TorchBlockState::kAllocated);
+  EXPECT_EQ(b[0].block.requested, 8 * kMiB);
+  EXPECT_EQ(b[1].block.size, 4 * kMiB);
+  EXPECT_EQ(b[2].block.state, TorchBlockState::kFree);
+  EXPECT_EQ(b[2].block.size, 8 * kMiB);
+  EXPECT_EQ(at4->figures.allocated_bytes, 12 * kMiB);
+  absl::StatusOr<AllocatorMap> at5 = AllocatorMapAt(path, 0, 5);
+  ASSERT_TRUE(at5.ok());
+  EXPECT_EQ(at5->segments[0].blocks[1].block.state, TorchBlockState::kPendingFree);
+  absl::StatusOr<AllocatorMap> at6 = AllocatorMapAt(path, 0, 6);
+  ASSERT_TRUE(at6.ok());
+  ASSERT_EQ(at6->segments[0].blocks.size(), 2u);  // merged back into one 12 MiB free block
+  EXPECT_EQ(at6->segments[0].blocks[1].block.size, 12 * kMiB);
 }
 
 // A trace without TORCH_* events writes none of the allocator keys.
