@@ -375,6 +375,7 @@ std::string SummaryText(const Overview& o, const SummaryReport& r) {
     absl::StrAppendFormat(&out, "PyTorch's allocator ran out of memory %s; the last:\n",
                           Plural(r.ooms.torch_total, "time", "times"));
     AppendTorchOom(r.ooms.torch_ooms.back(), false, &out);
+    out.push_back('\n');
   }
   if (r.ooms.total == 0) {
     absl::StrAppend(&out, "Failed allocations: none\n\n");

@@ -248,6 +248,19 @@ TEST(TorchLayer, JsonShape) {
   EXPECT_TRUE(cache);
 }
 
+// --group-by python splits what --group-by user keeps together (both tensors run under val.py:42 validate).
+TEST(TorchLayer, GroupByPython) {
+  const std::string path = WriteTorchTrace("torch_python.pb", 12 * kMiB);
+  const JsonValue j = Json(Tool({"peak", path, "--json", "--group-by", "python"}));
+  EXPECT_EQ(j["group_by"].str(), "python");
+  const JsonValue& groups = j["allocator"]["devices"].array()[0]["at_allocated_peak"];
+  ASSERT_EQ(groups.array().size(), 2u);
+  EXPECT_EQ(groups.array()[0]["user_frame"]["function"].str(), "validate");
+  EXPECT_EQ(groups.array()[0]["bytes"].integer(), static_cast<int64_t>(8 * kMiB));
+  EXPECT_EQ(groups.array()[1]["user_frame"]["function"].str(), "GPT2Attention.forward");
+  EXPECT_EQ(groups.array()[1]["bytes"].integer(), static_cast<int64_t>(4 * kMiB));
+}
+
 // The segment/block map at any moment, by replay.
 TEST(TorchLayer, MapAtAnyMoment) {
   const std::string path = WriteTorchTrace("torch_map.pb", 12 * kMiB);
