@@ -39,13 +39,15 @@ absl::Status ParseGroupBy(absl::string_view value, GroupingOptions* out) {
     *out = GroupingOptions{GroupBy::kUser, ""};
   } else if (value == "stack") {
     *out = GroupingOptions{GroupBy::kStack, ""};
+  } else if (value == "python") {
+    *out = GroupingOptions{GroupBy::kPython, ""};
   } else if (absl::StartsWith(value, "frame=")) {
     GroupingOptions g{GroupBy::kFrame, std::string(value.substr(6))};
     if (absl::Status s = CheckFrameRegex(g.frame_regex); !s.ok()) return s;
     *out = std::move(g);
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("--group-by takes user, stack or frame=REGEX, not '", value, "'"));
+        absl::StrCat("--group-by takes user, stack, python or frame=REGEX, not '", value, "'"));
   }
   return absl::OkStatus();
 }
@@ -130,7 +132,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
     }
     if (name == "--group-by") {
       if (!has_value) {
-        if (i + 1 >= args.size()) return absl::InvalidArgumentError("--group-by needs user, stack or frame=REGEX");
+        if (i + 1 >= args.size()) return absl::InvalidArgumentError("--group-by needs user, stack, python or frame=REGEX");
         value = args[++i];
       }
       if (absl::Status s = ParseGroupBy(value, &cl.grouping); !s.ok()) return s;
@@ -292,8 +294,9 @@ options:
                how stacks are grouped: user (the default) by their innermost frame of your own code
                (Python outside site-packages and the standard library, or your program's own native
                code); stack, one group per stack (stack ids stay stable: use it in scripts that
-               resolve them); frame=REGEX, by the innermost frame whose function or file matches
-               REGEX. A stack without such a frame is grouped by its innermost frame outside the CUDA
+               resolve them); python, by the innermost Python frame, in or out of site-packages
+               (a Trainer.train() run splits into attention, MLP, optimizer, ...); frame=REGEX, by
+               the innermost frame whose function or file matches REGEX. A stack without such a frame is grouped by its innermost frame outside the CUDA
                runtime and libc, marked "no user frame".
   --help       this text
   --version    the version, and the trace format versions it reads

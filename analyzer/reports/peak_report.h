@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analyzer/reports/report_common.h"
+#include "analyzer/reports/torch_report.h"
 
 namespace cumemtrace::analyzer {
 
@@ -33,6 +34,8 @@ struct PeakSection {
 struct PeakReport {
   std::vector<PeakSection> peaks;          // one per (device, kind) with allocations
   std::vector<PeakSection> device_totals;  // one per device with device memory (kind "total")
+  TorchLayerSummary torch_layer;
+  std::vector<TorchPeakSection> torch;     // PyTorch's allocator per device (empty without its layer)
 };
 
 PeakReport BuildPeakReport(const Analysis& analysis, const ReportOptions& options, FrameResolver& resolver);

@@ -34,6 +34,16 @@ Ev Free(uint64_t seq, double t_ms, uint64_t address, format::Api api, int32_t de
   return e;
 }
 
+Ev Torch(uint64_t seq, double t_ms, format::Api api, uint64_t address, uint64_t size, uint64_t stack,
+         int32_t device, uint64_t aux) {
+  Ev e = Free(seq, t_ms, address, api, device);
+  e.size = size;
+  e.stack = stack;
+  e.aux = aux;
+  e.stream = 0x7;
+  return e;
+}
+
 std::string Varint(uint64_t value) {
   std::string out;
   while (value >= 0x80) {
@@ -299,6 +309,19 @@ TraceBuilder& TraceBuilder::Stack(uint64_t first_id, const std::vector<uint64_t>
   }
   *leaf = first_id + pcs_innermost_first.size() - 1;
   return StackNodes(first_id, parents, pcs);
+}
+
+TraceBuilder& TraceBuilder::AllocatorAttach(uint64_t after_seq, const std::string& config, bool at_first_segment,
+                                            const std::string& library) {
+  format::Packet p;
+  format::AllocatorAttach* a = p.mutable_allocator_attach();
+  a->set_after_seq(after_seq);
+  a->set_time_ns(kStartNs);
+  a->set_library(library);
+  a->set_devices(1);
+  a->set_config(config);
+  a->set_at_first_segment(at_first_segment);
+  return Packet(p);
 }
 
 TraceBuilder& TraceBuilder::MemorySample(int32_t device, uint64_t free_bytes, uint64_t total_bytes,
