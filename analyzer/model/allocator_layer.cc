@@ -69,6 +69,10 @@ void AllocatorLayer::Apply(const Event& e, uint64_t index) {
     case format::Api::kTorchAlloc: Alloc(d, e, when); break;
     case format::Api::kTorchFreeRequested: FreeRequested(d, e); break;
     case format::Api::kTorchFreeCompleted: FreeCompleted(d, e); break;
+    case format::Api::kTorchFree:  // requested and completed at once
+      FreeRequested(d, e);
+      FreeCompleted(d, e);
+      break;
     case format::Api::kTorchSegmentAlloc: SegmentAlloc(d, e, when); break;
     case format::Api::kTorchSegmentFree: SegmentFree(d, e); break;
     case format::Api::kTorchSegmentMap: SegmentMap(d, e, when); break;

@@ -177,6 +177,21 @@ TEST(AllocatorLayer, PendingFrees) {
   EXPECT_EQ(r.Stats().requested_bytes.peak, 4096u);
 }
 
+// torch.free (the preload's one row for a free PyTorch completes at once) is a request and a completion.
+TEST(AllocatorLayer, FreeRowIsRequestAndCompletion) {
+  Replay r;
+  r.Segment(0x100000, 2 * kMiB);
+  r.Alloc(0x100000, 4096);
+  r.Alloc(0x101000, 512);
+  r.Ev(format::Api::kTorchFree, 0x100000);
+  TorchFigures f = r.Figures();
+  EXPECT_EQ(f.allocations, 1u);
+  EXPECT_EQ(f.requested_bytes, 512u);
+  EXPECT_EQ(f.pending_free_bytes, 0u);
+  EXPECT_EQ(r.Stats().requested_bytes.peak, 4608u);
+  EXPECT_EQ(r.Stats().mismatches, 0u);
+}
+
 // Blocks allocated before the tracker was attached: their frees are counted as predating it, never as anomalies;
 // an allocation in a segment the layer never saw is an estimate, not reserved.
 TEST(AllocatorLayer, BlocksThatPredateTheTracker) {
