@@ -15,6 +15,7 @@
 #include "analyzer/cli.h"
 #include "analyzer/model/allocator_map.h"
 #include "gtest/gtest.h"
+#include "tests/golden/golden_support.h"
 #include "tests/unit/analyzer/cli_runner.h"
 #include "tests/unit/analyzer/json_value.h"
 
@@ -23,29 +24,10 @@ namespace {
 
 using test::JsonValue;
 
-std::string Example(const std::string& name) { return std::string(CUMEMTRACE_EXAMPLES_DIR) + "/" + name; }
-
-JsonValue Parse(const std::string& text, const std::string& what) {
-  std::string error;
-  std::optional<JsonValue> v = JsonValue::Parse(text, &error);
-  EXPECT_TRUE(v.has_value()) << what << ": " << error;
-  return v.value_or(JsonValue());
-}
-
-JsonValue Truth(const std::string& name) {
-  std::ifstream in(Example(name));
-  EXPECT_TRUE(in.good()) << "cannot read " << Example(name);
-  std::stringstream text;
-  text << in.rdbuf();
-  return Parse(text.str(), name);
-}
-
-JsonValue Report(std::vector<std::string> args) {
-  args.push_back("--json");
-  test::ToolResult r = test::Tool(args);
-  EXPECT_EQ(r.code, kExitOk) << r.err;
-  return Parse(r.out, args[0]);
-}
+using golden::Example;
+using golden::ParseOrFail;
+using golden::Report;
+using golden::Truth;
 
 uint64_t Stat(const JsonValue& stats, const std::string& key) {
   EXPECT_EQ(stats[key].type(), JsonValue::Type::kNumber) << key << " is missing from the truth";
