@@ -139,8 +139,9 @@ int RunTorchSnapshotCommand(const CommandLine& cl, std::FILE* err) {
   const TorchSnapshot& s = **snapshot;
   Warn(s.info, err);
   if (s.unmatched_frees != 0 || s.stray_blocks != 0) {
-    Write(absl::StrCat("warning: ", s.unmatched_frees, " frees of blocks never allocated in the trace, ",
-                       s.stray_blocks, " live blocks outside every segment (left out of segments)\n"),
+    Write(absl::StrCat("warning: left out of the snapshot: ", s.unmatched_frees,
+                       " frees of blocks never allocated in the trace, ", s.stray_blocks,
+                       " live blocks outside every segment\n"),
           err);
   }
   const std::string bytes = cl.json ? TorchSnapshotJson(s) : TorchSnapshotPickle(s);

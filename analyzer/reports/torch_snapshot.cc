@@ -119,22 +119,23 @@ void SnapshotPass::Free(const Event& e, DeviceState& d, bool requested, bool com
   entry.time_us = TimeUs(e.time_ns);
   auto it = d.blocks.find(e.address);
   if (it == d.blocks.end()) {
+    // No size, no stack, and memory_viz's segment view fails on a free whose block it cannot find: left out.
     ++s_.unmatched_frees;
-  } else {
-    entry.size = it->second.requested;
-    entry.stream = it->second.stream;
-    entry.stack = it->second.stack;
+    return;
   }
+  entry.size = it->second.requested;
+  entry.stream = it->second.stream;
+  entry.stack = it->second.stack;
   std::vector<SnapshotTraceEntry>& trace = Trace(e.device);
   if (requested) {
     entry.action = TraceAction::kFreeRequested;
     trace.push_back(entry);
-    if (it != d.blocks.end()) it->second.pending_free = true;
+    it->second.pending_free = true;
   }
   if (completed) {
     entry.action = TraceAction::kFreeCompleted;
     trace.push_back(entry);
-    if (it != d.blocks.end()) d.blocks.erase(it);
+    d.blocks.erase(it);
   }
 }
 

@@ -5,7 +5,7 @@
 //   device_traces  per device, every allocator event in order (a torch.free row gives free_requested then
 //                  free_completed), each with the stack of the allocation it concerns: a free carries the stack of
 //                  the block it frees (as PyTorch does), a segment the stack of the driver allocation or mapping
-//                  at its address.
+//                  at its address. A free of a block the trace never allocated is left out (counted).
 //   segments       the allocator's state at the end of the trace: each segment (each contiguous mapped range for
 //                  expandable segments) with the blocks live then, and the gaps between them as inactive blocks,
 //                  so that the blocks tile each segment exactly.
@@ -79,7 +79,7 @@ struct TorchSnapshot {
   std::vector<SnapshotSegment> segments;  // by device, then address
   std::vector<std::vector<SnapshotTraceEntry>> device_traces;  // by device ordinal, 0..largest seen
   uint64_t torch_events = 0;
-  uint64_t unmatched_frees = 0;  // frees of a block never allocated in the trace (size 0, no frames)
+  uint64_t unmatched_frees = 0;  // frees of a block never allocated in the trace (left out of device_traces)
   uint64_t stray_blocks = 0;     // blocks live at the end outside every live segment (left out of segments)
 };
 

@@ -8,7 +8,7 @@
 //     seq 1  cudaMalloc 0x10000000 2 MiB (stack D)      2  segment_alloc 0x10000000 2 MiB (small)
 //     3  alloc 0x10000000 100 B (P)    4  alloc 0x10000200 1000 B (P)    5  alloc 0x10000600 600 B
 //     6  free 0x10000000 (torch.free: free_requested + free_completed, 100 B)
-//     7  free_requested 0x10000600 (pending at the end)      8  free_requested 0x10999999 (never allocated)
+//     7  free_requested 0x10000600 (pending at the end)   8  free_requested 0x10999999 (never allocated: left out)
 //     9  cudaMalloc 0x20000000 20 MiB    10 segment_alloc 0x20000000 20 MiB (large)
 //     11 alloc 0x20000000 2 MiB + 1 B (rounds to 2 MiB + 512; next block at 3 MiB: 1 MiB - 512 unsplit -> 3 MiB)
 //     12 alloc 0x20300000 3 MiB   (then 14 MiB to the end: stays inactive)
@@ -110,19 +110,18 @@ TEST(TorchSnapshot, DeviceTracesReplayEveryEventWithTheBlocksStack) {
   ASSERT_EQ((*s)->device_traces.size(), 2u);
   const std::vector<SnapshotTraceEntry>& t0 = (*s)->device_traces[0];
   EXPECT_EQ(Actions(t0), (std::vector<std::string>{"segment_alloc", "alloc", "alloc", "alloc", "free_requested",
-                                                   "free_completed", "free_requested", "free_requested",
-                                                   "segment_alloc", "alloc", "alloc", "oom"}));
+                                                   "free_completed", "free_requested", "segment_alloc", "alloc",
+                                                   "alloc", "oom"}));
   EXPECT_EQ(t0[0].stack, built.driver_stack) << "a segment has the stack of its cudaMalloc";
   // torch.free: two entries with the block's requested size and stack.
   EXPECT_EQ(t0[4].size, 100u);
   EXPECT_EQ(t0[4].stack, built.python_stack);
   EXPECT_EQ(t0[5].size, 100u);
   EXPECT_EQ(t0[5].addr, 0x10000000u);
-  EXPECT_EQ(t0[7].size, 0u) << "a block never allocated";
-  EXPECT_EQ((*s)->unmatched_frees, 1u);
-  EXPECT_EQ(t0[11].addr, 123u) << "oom: device_free";
-  EXPECT_EQ(t0[11].size, 64 * 1024 * kMiB);
-  EXPECT_EQ(t0[11].time_us, (kStartUnixNs + 13'000'000) / 1000);
+  EXPECT_EQ((*s)->unmatched_frees, 1u) << "the free of a block never allocated is left out";
+  EXPECT_EQ(t0[10].addr, 123u) << "oom: device_free";
+  EXPECT_EQ(t0[10].size, 64 * 1024 * kMiB);
+  EXPECT_EQ(t0[10].time_us, (kStartUnixNs + 13'000'000) / 1000);
   EXPECT_EQ(Actions((*s)->device_traces[1]),
             (std::vector<std::string>{"segment_map", "segment_map", "alloc", "segment_map", "segment_unmap"}));
   EXPECT_EQ((*s)->stray_blocks, 0u);
@@ -192,8 +191,8 @@ TEST(TorchSnapshot, CommandWritesPickleOrJsonAndRefusesTracesWithoutTorchEvents)
   const std::string dir = ::testing::TempDir();
   ToolResult r = Tool({"torch-snapshot", built.path, "-o", dir + "/snap.pickle"});
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.err, "warning: 1 frees of blocks never allocated in the trace, 0 live blocks outside every segment "
-                   "(left out of segments)\n");
+  EXPECT_EQ(r.err, "warning: left out of the snapshot: 1 frees of blocks never allocated in the trace, 0 live "
+                   "blocks outside every segment\n");
   std::ifstream f(dir + "/snap.pickle", std::ios::binary);
   std::stringstream bytes;
   bytes << f.rdbuf();
@@ -210,7 +209,7 @@ TEST(TorchSnapshot, CommandWritesPickleOrJsonAndRefusesTracesWithoutTorchEvents)
   ASSERT_TRUE(parsed.has_value());
   const JsonValue& j = *parsed;
   ASSERT_EQ(j["device_traces"].size(), 2u);
-  const JsonValue& oom = j["device_traces"][0][11];
+  const JsonValue& oom = j["device_traces"][0][10];
   EXPECT_EQ(oom["action"].str(), "oom");
   EXPECT_EQ(oom["device_free"].integer(), 123);
   const JsonValue& frames = j["device_traces"][0][1]["frames"];
