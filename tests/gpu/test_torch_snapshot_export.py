@@ -36,13 +36,14 @@ def export(suite, run, name):
 
 
 def end_state(run):
-    """Reserved bytes and the requested bytes of the blocks live at the end, replayed from the trace's events."""
+    """Reserved bytes, and the requested bytes of the blocks allocated at the end (freed by no tensor: what stats
+    counts as allocated), replayed from the trace's events."""
     reserved, live = 0, {}
     for e in sorted(run.analyze("events")["events"], key=lambda e: e["seq"]):
         addr = int(e["address"], 16)
         if e["api"] == "torch.alloc":
             live[addr] = e["size"]
-        elif e["api"] in ("torch.free_completed", "torch.free"):
+        elif e["api"] in ("torch.free_requested", "torch.free"):
             live.pop(addr, None)
         elif e["api"] in ("torch.segment_alloc", "torch.segment_map"):
             reserved += e["size"]
