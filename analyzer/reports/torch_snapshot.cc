@@ -241,7 +241,8 @@ void SnapshotPass::LayOut(int32_t device, const DeviceState& d, uint64_t start, 
     if (!any_block) out.large = large_pool;
     any_block = true;
     uint64_t size = std::min(rounded, next - address);
-    if (large_pool && next - address - size <= kSmallSize) size = next - address;
+    // PyTorch leaves a large block's remainder of at most kSmallSize unsplit, except in expandable segments.
+    if (large_pool && !expandable && next - address - size <= kSmallSize) size = next - address;
     const BlockState state = b.pending_free ? BlockState::kActivePendingFree : BlockState::kActiveAllocated;
     out.blocks.push_back(SnapshotBlock{address, size, b.requested, state, b.stack});
     if (state == BlockState::kActiveAllocated) out.allocated_size += size;

@@ -12,7 +12,8 @@
 //
 // The trace knows each block's address and requested size, not the size PyTorch rounded it to. A block's size is
 // estimated as PyTorch rounds (512 B multiples, at least 512 B), stretched over a gap after it of at most 1 MiB in a
-// large-pool segment (PyTorch leaves such a remainder unsplit; a free large-pool block is always larger). With
+// large-pool segment that is not expandable (PyTorch leaves such a remainder unsplit there; a free large-pool block is
+// always larger). With
 // roundup_power2_divisions or max_split_size_mb set, PyTorch's blocks can be larger still: the difference then
 // shows as inactive space instead of rounding, and totals (reserved, requested) stay exact either way.
 //

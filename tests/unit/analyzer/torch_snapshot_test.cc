@@ -15,7 +15,8 @@
 //     13 oom 64 GiB requested, 123 B free in CUDA (P)
 //   device 1, expandable segments
 //     14 segment_map 0x40000000 2 MiB   15 segment_map 0x40200000 2 MiB (merges: one 4 MiB range)
-//     16 alloc 0x40000000 1.5 MiB       17 segment_map 0x40600000 2 MiB (a second range)
+//     16 alloc 0x40000000 3.5 MiB (expandable: split at 512 B, the 0.5 MiB after it stays inactive)
+//     17 segment_map 0x40600000 2 MiB (a second range)
 //     18 segment_unmap 0x40600000 1 MiB (what is left: 0x40700000 + 1 MiB)
 #include <algorithm>
 #include <cstdio>
@@ -86,7 +87,7 @@ Built WriteTorchTrace(const std::string& name) {
             Torch(11, Api::kTorchAlloc, 0x20000000, 2 * kMiB + 1), Torch(12, Api::kTorchAlloc, 0x20300000, 3 * kMiB),
             oom, Torch(14, Api::kTorchSegmentMap, 0x40000000, 2 * kMiB, 1),
             Torch(15, Api::kTorchSegmentMap, 0x40200000, 2 * kMiB, 1),
-            Torch(16, Api::kTorchAlloc, 0x40000000, 3 * kMiB / 2, 1),
+            Torch(16, Api::kTorchAlloc, 0x40000000, 7 * kMiB / 2, 1),
             Torch(17, Api::kTorchSegmentMap, 0x40600000, 2 * kMiB, 1),
             Torch(18, Api::kTorchSegmentUnmap, 0x40600000, kMiB, 1)})
       .SymbolsWithLines({kCudart, kAlloc}, {3, 4}, {2, 3}, {0, 0}, {0, 5}, {0, 77})
@@ -159,13 +160,14 @@ TEST(TorchSnapshot, SegmentsAtTheEndTileWithEstimatedBlockSizes) {
   EXPECT_EQ(large.blocks[1].size, 3 * kMiB);
   EXPECT_EQ(large.blocks[2].state, BlockState::kInactive);
   EXPECT_EQ(large.blocks[2].size, 14 * kMiB);
-  // Device 1: the merged 4 MiB range with its 1.5 MiB block, and what is left of the second range.
+  // Device 1: the merged 4 MiB range with its 3.5 MiB block, and what is left of the second range.
   EXPECT_EQ(segs[2].device, 1);
   EXPECT_TRUE(segs[2].is_expandable);
   EXPECT_EQ(segs[2].address, 0x40000000u);
   EXPECT_EQ(segs[2].total_size, 4 * kMiB);
   ASSERT_EQ(segs[2].blocks.size(), 2u);
-  EXPECT_EQ(segs[2].blocks[0].size, 3 * kMiB / 2) << "2.5 MiB after it: inactive";
+  EXPECT_EQ(segs[2].blocks[0].size, 7 * kMiB / 2) << "expandable: never stretched";
+  EXPECT_EQ(segs[2].blocks[1].size, kMiB / 2);
   EXPECT_EQ(segs[3].address, 0x40700000u);
   EXPECT_EQ(segs[3].total_size, kMiB);
   ASSERT_EQ(segs[3].blocks.size(), 1u);
