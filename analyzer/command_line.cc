@@ -22,6 +22,7 @@ constexpr Subcommand kSubcommands[] = {
     {"ranks", Command::kRanks},     {"symbolize", Command::kSymbolize}, {"redact", Command::kRedact},
     {"check", Command::kCheck},     {"diff", Command::kDiff},   {"folded", Command::kFolded},
     {"html", Command::kHtml},       {"pprof", Command::kPprof}, {"perfetto", Command::kPerfetto},
+    {"torch-snapshot", Command::kTorchSnapshot},
 };
 
 absl::Status ParseCount(absl::string_view flag, absl::string_view value, size_t max, size_t* out) {
@@ -201,7 +202,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
       return absl::InvalidArgumentError(absl::StrCat("unknown subcommand '", positional[0],
                                                      "' (one of: summary, peak, leaks, pinned, oom, events, "
                                                      "ranks, symbolize, redact, check, diff, folded, html, pprof, "
-                                                     "perfetto)"));
+                                                     "perfetto, torch-snapshot)"));
     }
     return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", positional[next + 1], "'"));
   }
@@ -212,7 +213,8 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
   cl.trace = positional[next];
   const bool writes_trace = cl.command == Command::kSymbolize || cl.command == Command::kRedact;
   const bool writes_file = cl.command == Command::kHtml || cl.command == Command::kPprof ||
-                           cl.command == Command::kPerfetto || cl.command == Command::kFolded;
+                           cl.command == Command::kPerfetto || cl.command == Command::kFolded ||
+                           cl.command == Command::kTorchSnapshot;
   if (!cl.output.empty() && !writes_trace && !writes_file) {
     return absl::InvalidArgumentError("-o is for symbolize, redact and the exports (reports go to stdout)");
   }
@@ -249,6 +251,7 @@ std::string UsageText() {
        cumem-analyze diff A.pb B.pb [--json] [--top N] [--group-by HOW]
        cumem-analyze folded|pprof TRACE.pb [-o OUT] [--leaks] [--device N|host] [--kind K]
        cumem-analyze perfetto|html TRACE.pb -o OUT
+       cumem-analyze torch-snapshot TRACE.pb -o OUT.pickle [--json]
 
 Reads a cumemtrace trace and says what held CUDA memory, when, and who allocated it.
 
@@ -281,6 +284,10 @@ subcommands:
   html      one self-contained HTML page (no network): memory over time by owner, the peak and failed
             allocations marked, what was live at a selected moment as a flamegraph and a table, leaks,
             pinned spikes, owners, the driver's view and the tool's health
+  torch-snapshot
+            PyTorch's memory snapshot (the dictionary torch.cuda.memory._snapshot() returns) rebuilt from
+            the trace's caching-allocator events, as a pickle for pytorch.org/memory_viz and
+            python -m torch.cuda._memory_viz (--json: the same dictionary as JSON)
   redact    writes a copy to share: no host name, argv reduced to the program and its arguments, paths outside
             the program's own directory reduced to their name (or what follows site-packages/)
 

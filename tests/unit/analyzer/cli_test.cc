@@ -44,7 +44,8 @@ TEST_F(Cli, UsageErrorsExit2WithOneLine) {
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err,
             "cumem-analyze: unknown subcommand 'frobnicate' (one of: summary, peak, leaks, pinned, oom, events, "
-            "ranks, symbolize, redact, check, diff, folded, html, pprof, perfetto) (see cumem-analyze --help)\n");
+            "ranks, symbolize, redact, check, diff, folded, html, pprof, perfetto, torch-snapshot) (see "
+            "cumem-analyze --help)\n");
 }
 
 TEST_F(Cli, HelpAndVersion) {
