@@ -6,6 +6,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -26,6 +27,7 @@
 #include "preload/python_frame_table.h"
 #include "preload/python_frames.h"
 #include "preload/python_splice.h"
+#include "preload/sequence.h"
 #include "preload/sink.h"
 #include "preload/stack_table.h"
 #include "preload/string_table.h"
@@ -47,7 +49,6 @@ constexpr int kMaxDevices = 64;
 __thread ThreadState t_self __attribute__((tls_model("initial-exec")));
 
 std::atomic<int> g_state{kUninitialized};
-std::atomic<uint64_t> g_next_seq{1};
 std::atomic<uint64_t> g_wrapper_slots_exhausted{0};
 std::atomic<uint64_t> g_dropped{0};
 
@@ -72,6 +73,7 @@ bool g_device_written[kMaxDevices + 1];  // index ordinal + 1; 0 = host
 bool g_stop_flusher = false;
 int64_t g_start_ns = 0;
 bool g_forked_child = false;  // this process is a forked child that starts (or started) a trace of its own
+bool g_forked_before_start = false;  // forked from a process that had not started tracing yet
 bool g_modules_unwritten = false;  // a forked child's new trace: every known module is written again
 bool g_cupti_tried = false;   // CUMEMTRACE_CUPTI=1: StartCupti ran once in this process (or its parent)
 bool g_cupti_enabled = false;
@@ -100,10 +102,29 @@ int32_t Gettid() { return static_cast<int32_t>(syscall(SYS_gettid)); }
 // Turns tracing off for good in this process (write error, finished, forked child).
 void StopTracing() { g_state.store(kOff, std::memory_order_release); }
 
+// After a failed write: the file ends with its last whole packet; one notice says why the trace ends there, so the
+// analyzer never mistakes a full disk for a killed process. Called with g_lock held.
+void NoteWriteFailureLocked() {
+  char message[200];
+  snprintf(message, sizeof(message),
+           "writing the trace failed after %llu bytes: %s; the events after that were not recorded",
+           static_cast<unsigned long long>(g_sink.bytes_written()), strerror(g_sink.failed_errno()));
+  g_out.Clear();
+  if (WriteNotice(&g_out, static_cast<uint32_t>(format::NoticeCode::kWriteFailed), message, NowNs())) {
+    g_sink.WriteLast(g_out.data(), g_out.size());
+  } else {
+    g_out.ClearError();
+    g_sink.Close();
+  }
+}
+
 // Writes out g_out. Called with g_lock held.
 void WriteOut() {
   if (g_out.size() == 0) return;
-  if (!g_sink.Write(g_out.data(), g_out.size())) StopTracing();
+  if (!g_sink.Write(g_out.data(), g_out.size())) {
+    StopTracing();
+    if (g_sink.failed()) NoteWriteFailureLocked();
+  }
   g_out.Clear();
 }
 
@@ -120,7 +141,8 @@ void FlushLocked() {
     }
   }
   if (g_batch_size > 0) {
-    if (WriteEventBatch(&g_out, g_batch, g_batch_size)) {
+    // Under g_lock, after the batch's last append: the reader may release every event numbered below the mark.
+    if (WriteEventBatch(&g_out, g_batch, g_batch_size, CompleteBelow())) {
       g_events += g_batch_size;
     } else {
       g_out.ClearError();
@@ -328,6 +350,18 @@ void Start() {
     return;
   }
   g_state.store(kStarting, std::memory_order_release);
+  if (g_forked_before_start) {
+    // Forked before the parent's first event: the parent is the process that traces, whoever calls CUDA first. This
+    // child traces only with follow-fork, under a name of its own; it never takes the parent's file.
+    g_forked_before_start = false;
+    ReadConfig(&g_config);
+    if (!g_config.follow_fork) {
+      StopTracing();
+      pthread_mutex_unlock(&g_start_lock);
+      return;
+    }
+    g_forked_child = true;
+  }
   bool path_ok = true;
   if (!g_forked_child) {
     ReadConfig(&g_config);
@@ -438,6 +472,7 @@ void ResetForForkedChildLocked() {
   g_python_frames.Reset();
   g_python_stacks = g_python_failures = 0;
   g_python_notice_written = g_python_broken_notice_written = false;
+  ResetPendingAfterFork();  // the parent's other threads, and the numbers they held, are not in the child
 }
 
 // The child shares the parent's file: it must never write to it, and the bytes buffered at the fork belong to the
@@ -455,11 +490,12 @@ void AtForkChild() {
     g_state.store(kUninitialized, std::memory_order_release);
   } else if (state != kUninitialized) {
     StopTracing();
+  } else {
+    g_forked_before_start = true;  // Start() decides, at the child's first event (follow-fork or not)
   }
   pthread_mutex_unlock(&g_lock);
   pthread_mutex_unlock(&g_module_lock);
   pthread_mutex_unlock(&g_start_lock);
-  // A child that never traced (tracing had not started) may still start its own trace at its first event.
 }
 
 void FinishTrace() {
@@ -548,7 +584,9 @@ bool Tracing() {
   return g_state.load(std::memory_order_acquire) == kRunning;
 }
 
-uint64_t TakeSequence() { return g_next_seq.fetch_add(1, std::memory_order_relaxed); }
+uint64_t TakeSequence() { return TakePendingSequence(); }
+
+void ReleaseSequence(uint64_t seq) { SequenceDone(seq); }
 
 void NoteThreadRenamed() { Self().name_changed = true; }
 
@@ -556,7 +594,10 @@ void NoteWrapperSlotsExhausted() { g_wrapper_slots_exhausted.fetch_add(1, std::m
 
 void Record(const CallRecord& call) {
   ThreadState& self = Self();
-  if (self.in_recorder != 0) return;
+  if (self.in_recorder != 0) {
+    if (call.seq != 0) SequenceDone(call.seq);
+    return;
+  }
   ++self.in_recorder;
   int saved_errno = errno;
   int64_t start_ns = NowNs();
@@ -610,7 +651,7 @@ void Record(const CallRecord& call) {
                                          static_cast<int>(sizeof(frames) / sizeof(frames[0])));
     ev.stack = g_stacks.Intern(frames, frame_count);
     ev.thread = self.thread_index;
-    ev.seq = call.seq != 0 ? call.seq : TakeSequence();
+    ev.seq = call.seq != 0 ? call.seq : TakeAppendedSequence();
     if (sampled) {
       sample.time_ns = start_ns;
       sample.device = ev.device;
@@ -637,6 +678,7 @@ void Record(const CallRecord& call) {
     g_dropped.fetch_add(1, std::memory_order_relaxed);
   }
   pthread_mutex_unlock(&g_lock);
+  if (call.seq != 0) SequenceDone(call.seq);  // appended (or dropped): the mark may pass it
 
   errno = saved_errno;
   --self.in_recorder;

@@ -49,8 +49,10 @@ ThreadState& Self();
 // failed, finished, or in a forked child.
 bool Tracing();
 
-// A sequence number for an event whose real call has not happened yet (frees).
+// A sequence number for an event whose real call has not happened yet (frees). It stays pending (it holds back the
+// batches' low-water mark, sequence.h) until Record() appends it or ReleaseSequence() abandons it, on this thread.
 uint64_t TakeSequence();
+void ReleaseSequence(uint64_t seq);
 
 // Records one event. Keeps errno.
 void Record(const CallRecord& call);

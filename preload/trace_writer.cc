@@ -176,7 +176,7 @@ bool WriteNotice(ByteBuffer* out, uint32_t code, const char* message, int64_t ti
   return p.Finish();
 }
 
-bool WriteEventBatch(ByteBuffer* out, const EventRecord* ev, size_t n) {
+bool WriteEventBatch(ByteBuffer* out, const EventRecord* ev, size_t n, uint64_t complete_below) {
   if (n == 0) return true;
   namespace ef = f::events;
   PacketScope p(out, f::packet::kEvents);
@@ -248,6 +248,7 @@ bool WriteEventBatch(ByteBuffer* out, const EventRecord* ev, size_t n) {
     }
     e.End(mark);
   }
+  e.Uint64(ef::kCompleteBelow, complete_below);
   return p.Finish();
 }
 

@@ -87,7 +87,8 @@ bool WritePythonFrames(ByteBuffer* out, uint32_t first_id, const uint32_t* funct
 bool WriteMemorySample(ByteBuffer* out, const MemorySampleRecord& sample);
 // `code` is a format::NoticeCode value.
 bool WriteNotice(ByteBuffer* out, uint32_t code, const char* message, int64_t time_ns);
-bool WriteEventBatch(ByteBuffer* out, const EventRecord* events, size_t count);
+// `complete_below`: every event numbered below it is in this batch or an earlier one (0: not known).
+bool WriteEventBatch(ByteBuffer* out, const EventRecord* events, size_t count, uint64_t complete_below = 0);
 bool WriteTrailer(ByteBuffer* out, const TrailerRecord& trailer);
 
 }  // namespace cumemtrace::preload

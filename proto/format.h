@@ -63,7 +63,7 @@ inline constexpr uint32_t kPc = 1, kFunction = 2, kModule = 3, kOffset = 4, kFil
 namespace events {
 inline constexpr uint32_t kFirstSeq = 1, kBaseTimeNs = 2, kSeqDelta = 3, kTimeDeltaNs = 4, kApi = 5,
                           kAddressDelta = 6, kSize = 7, kStack = 8, kThread = 9, kDevice = 10, kStream = 11,
-                          kAux = 12, kFailures = 13, kCuptiRows = 14;
+                          kAux = 12, kFailures = 13, kCuptiRows = 14, kCompleteBelow = 15;
 }
 namespace failure {
 inline constexpr uint32_t kRow = 1, kResult = 2, kFreeBytes = 3, kTotalBytes = 4, kHasMemInfo = 5;
@@ -87,6 +87,7 @@ enum class NoticeCode : uint32_t {
   kSymbolsFromDebugInfo = 5,
   kTorchAllocatorUnavailable = 6,
   kTorchAllocatorIgnored = 7,
+  kWriteFailed = 8,
 };
 
 // Notice codes as reports and JSON spell them (trace.proto's Notice.Code names, lower case).
@@ -99,6 +100,7 @@ inline constexpr const char* NoticeCodeName(NoticeCode code) {
     case NoticeCode::kSymbolsFromDebugInfo: return "symbols_from_debug_info";
     case NoticeCode::kTorchAllocatorUnavailable: return "torch_allocator_unavailable";
     case NoticeCode::kTorchAllocatorIgnored: return "torch_allocator_ignored";
+    case NoticeCode::kWriteFailed: return "write_failed";
     case NoticeCode::kUnknown: break;
   }
   return "unknown";

@@ -38,6 +38,7 @@ struct BatchColumns {
   absl::Span<const uint64_t> aux;
   absl::Span<const FailureColumn> failures;
   absl::Span<const uint32_t> cupti_rows;  // rows seen only by CUPTI
+  uint64_t complete_below = 0;            // the batch's low-water mark (0 = none written)
 };
 
 // Decodes every row of `columns` into (*out)[0, *rows). `out` only grows, so that a reused vector costs nothing per

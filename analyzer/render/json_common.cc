@@ -172,6 +172,12 @@ void WriteHealth(JsonWriter& w, const Overview& o) {
   w.Member("packets", s.packets);
   w.Member("events_read", s.events);
   w.Member("unknown_api_events", s.unknown_api_events);
+  w.Member("order_exact", s.late_events == 0);
+  w.Member("order_marked", s.order_marked);
+  w.Member("late_events", s.late_events);
+  w.Member("max_lateness", s.max_lateness);
+  w.Member("damaged_packets", s.damaged_packets);
+  w.Member("skipped_bytes", s.skipped_bytes);
   w.Member("failed_allocations", o.model.failed_allocations);
   w.Member("failed_frees", o.model.failed_frees);
   w.Member("unmatched_frees", o.model.unmatched_frees);
