@@ -84,6 +84,7 @@ MemorySampler g_sampler;      // lock-free; reset at start
 uint64_t g_events = 0;
 uint64_t g_unwind_failures = 0;
 uint64_t g_truncated_stacks = 0;
+uint64_t g_dropped_frames = 0;  // frames left out of the middle of stacks deeper than the depth
 uint64_t g_recorder_ns = 0;
 uint64_t g_flushes = 0;
 uint64_t g_python_stacks = 0;
@@ -465,7 +466,7 @@ void ResetForForkedChildLocked() {
   g_stop_flusher = false;  // the parent's flush thread does not exist here; Start() makes the child's own
   pthread_cond_t fresh = PTHREAD_COND_INITIALIZER;
   g_flusher_wake = fresh;
-  g_events = g_unwind_failures = g_truncated_stacks = g_recorder_ns = g_flushes = 0;
+  g_events = g_unwind_failures = g_truncated_stacks = g_dropped_frames = g_recorder_ns = g_flushes = 0;
   g_memory_samples = g_cupti_only_events = 0;
   g_dropped.store(0, std::memory_order_relaxed);
   g_strings.Reset();  // string and Python frame ids start again in the child's trace
@@ -517,6 +518,7 @@ void FinishTrace() {
     t.dropped_events = g_dropped.load(std::memory_order_relaxed);
     t.unwind_failures = g_unwind_failures;
     t.truncated_stacks = g_truncated_stacks;
+    t.dropped_frames = g_dropped_frames;
     t.bytes_written = g_sink.bytes_written();
     t.stack_nodes = g_stacks.node_count();
     t.wrapper_slots_exhausted = g_wrapper_slots_exhausted.load(std::memory_order_relaxed);
@@ -631,7 +633,8 @@ void Record(const CallRecord& call) {
 
   uintptr_t pcs[kMaxStackDepth];
   bool truncated = false;
-  int depth = CaptureStack(pcs, g_config.stack_depth, &truncated);
+  uint32_t dropped_frames = 0;
+  int depth = CaptureStack(pcs, g_config.stack_depth, &truncated, &dropped_frames);
   RawPythonStack python;  // read outside the lock: only this thread's own frames
   PythonCapture python_capture = g_config.stack_depth > 0 ? CapturePythonStack(&python) : PythonCapture::kOff;
   char name[16] = "";
@@ -645,6 +648,7 @@ void Record(const CallRecord& call) {
       depth = 0;
     }
     if (truncated) ++g_truncated_stacks;
+    g_dropped_frames += dropped_frames;
     // Under g_lock: one buffer for all threads keeps the hook's own stack use small on threads with small stacks.
     static uintptr_t frames[kMaxStackDepth + kMaxPythonFrames + 1];
     int frame_count = ComposeStackLocked(pcs, depth, python_capture, python, frames,

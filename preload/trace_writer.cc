@@ -270,6 +270,7 @@ bool WriteTrailer(ByteBuffer* out, const TrailerRecord& t) {
   e.Uint64(tf::kPythonFailures, t.python_failures);
   e.Uint64(tf::kMemorySamples, t.memory_samples);
   e.Uint64(tf::kCuptiOnlyEvents, t.cupti_only_events);
+  e.Uint64(tf::kDroppedFrames, t.dropped_frames);
   return p.Finish();
 }
 

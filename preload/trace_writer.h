@@ -56,6 +56,7 @@ struct TrailerRecord {
   uint64_t python_failures;
   uint64_t memory_samples;
   uint64_t cupti_only_events;
+  uint64_t dropped_frames;
 };
 
 struct MemorySampleRecord {

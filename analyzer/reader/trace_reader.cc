@@ -87,6 +87,7 @@ TrailerInfo Convert(const pb::Trailer& t) {
   out.cupti_only_events = t.cupti_only_events();
   out.allocator_events = t.allocator_events();
   out.allocator_ignored = t.allocator_ignored();
+  out.dropped_frames = t.dropped_frames();
   return out;
 }
 

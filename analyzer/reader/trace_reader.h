@@ -146,6 +146,7 @@ struct TrailerInfo {
   uint64_t cupti_only_events = 0;
   uint64_t allocator_events = 0;
   uint64_t allocator_ignored = 0;
+  uint64_t dropped_frames = 0;
 };
 
 class TraceVisitor {

@@ -196,6 +196,7 @@ void WriteHealth(JsonWriter& w, const Overview& o) {
   trailer_field("dropped_events", t.dropped_events);
   trailer_field("unwind_failures", t.unwind_failures);
   trailer_field("truncated_stacks", t.truncated_stacks);
+  trailer_field("dropped_frames", t.dropped_frames);
   trailer_field("bytes_written", t.bytes_written);
   trailer_field("stack_nodes", t.stack_nodes);
   trailer_field("wrapper_slots_exhausted", t.wrapper_slots_exhausted);

@@ -410,12 +410,14 @@ TEST_F(EncoderConformance, CuptiRowsAndNewTrailerCounters) {
   t.python_failures = 12;
   t.memory_samples = 13;
   t.cupti_only_events = 14;
+  t.dropped_frames = 17;
   ASSERT_TRUE(WriteTrailer(&buffer_, t));
   const auto tr = OnlyPacket().trailer();
   EXPECT_EQ(tr.python_stacks(), 11u);
   EXPECT_EQ(tr.python_failures(), 12u);
   EXPECT_EQ(tr.memory_samples(), 13u);
   EXPECT_EQ(tr.cupti_only_events(), 14u);
+  EXPECT_EQ(tr.dropped_frames(), 17u);
 }
 
 }  // namespace

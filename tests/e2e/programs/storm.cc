@@ -6,6 +6,7 @@
 //                               _exit; the parent waits for them, then allocates and frees (the parent's trace must
 //                               hold all of its events; no child may write, or take, the parent's trace).
 //   e2e_storm fork-storm <K>    4 threads churn while the main thread forks K children that allocate and _exit.
+//   e2e_storm deep <levels>     allocates (and leaks) 1 MiB from <levels> recursive calls deep below main().
 // Both write their own number of driver calls to count.txt (the untraced program's count).
 #include <sched.h>
 #include <stdio.h>
@@ -139,12 +140,28 @@ int ForkStorm(int children) {
   return 0;
 }
 
+// Recurses `levels` deep (never inlined, never a tail call), then allocates.
+__attribute__((noinline)) int Recurse(int levels) {
+  if (levels == 0) {
+    CUdeviceptr p = 0;
+    E2E_CHECK_CU(cuMemAlloc(&p, e2e::kMiB));
+    return 0;
+  }
+  const int result = Recurse(levels - 1);
+  asm volatile("" ::: "memory");
+  return result + 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc == 4 && strcmp(argv[1], "threads") == 0) return Threads(atoi(argv[2]), atoi(argv[3]));
   if (argc == 3 && strcmp(argv[1], "fork-first") == 0) return ForkFirst(atoi(argv[2]));
   if (argc == 3 && strcmp(argv[1], "fork-storm") == 0) return ForkStorm(atoi(argv[2]));
+  if (argc == 3 && strcmp(argv[1], "deep") == 0) {
+    E2E_CHECK_CU(cuInit(0));
+    return Recurse(atoi(argv[2])) == atoi(argv[2]) ? 0 : 1;
+  }
   fprintf(stderr, "usage: e2e_storm threads <threads> <iterations> | fork-first <children> | fork-storm <children>\n");
   return 2;
 }
