@@ -634,9 +634,12 @@ void Record(const CallRecord& call) {
   uintptr_t pcs[kMaxStackDepth];
   bool truncated = false;
   uint32_t dropped_frames = 0;
-  int depth = CaptureStack(pcs, g_config.stack_depth, &truncated, &dropped_frames);
+  // Reports use the stacks of allocations (and of failures); a successful free carries none unless asked: the
+  // unwind was two thirds of the hook's instructions, and half the events are frees.
+  const int stack_depth = is_alloc || call.result != 0 || g_config.free_stacks ? g_config.stack_depth : 0;
+  int depth = CaptureStack(pcs, stack_depth, &truncated, &dropped_frames);
   RawPythonStack python;  // read outside the lock: only this thread's own frames
-  PythonCapture python_capture = g_config.stack_depth > 0 ? CapturePythonStack(&python) : PythonCapture::kOff;
+  PythonCapture python_capture = stack_depth > 0 ? CapturePythonStack(&python) : PythonCapture::kOff;
   char name[16] = "";
   if (self.thread_index == 0 || self.name_changed) prctl(PR_GET_NAME, name);
 
