@@ -24,9 +24,32 @@ int OutermostFramesKept(int max_depth) { return max_depth < 4 ? 0 : max_depth / 
 
 namespace {
 
-// A stack deeper than max_depth: walks it all (slower than unw_backtrace's cached path, and only taken for deep
-// stacks), keeping the innermost frames in place and the outermost ones in a ring.
-int CaptureDeepStack(uintptr_t* pcs, int max_depth, uint32_t* dropped) {
+// Frames of a deep stack taken with unw_backtrace's cached fast path (8 KiB of the calling thread's stack, only
+// while a deep stack is taken). Deeper still (runaway recursion): the slow walk below.
+constexpr int kDeepFrames = 1024;
+
+// Keeps the innermost and outermost frames of raw[0, n) (ours left out) in pcs; returns the count.
+int KeepEnds(void* const* raw, int n, uintptr_t* pcs, int max_depth, uint32_t* dropped) {
+  const AddressRange& own = OwnModuleRange();
+  const int outer = OutermostFramesKept(max_depth);
+  int total = 0;
+  for (int i = 0; i < n; ++i) total += own.Contains(reinterpret_cast<uintptr_t>(raw[i])) ? 0 : 1;
+  const int skip_from = total <= max_depth ? total : max_depth - outer;  // program frames [skip_from, skip_to) go
+  const int skip_to = total <= max_depth ? total : total - outer;
+  int seen = 0, count = 0;
+  for (int i = 0; i < n; ++i) {
+    const uintptr_t pc = reinterpret_cast<uintptr_t>(raw[i]);
+    if (own.Contains(pc)) continue;
+    if (seen < skip_from || seen >= skip_to) pcs[count++] = pc;
+    ++seen;
+  }
+  *dropped = static_cast<uint32_t>(skip_to - skip_from);
+  return count;
+}
+
+// A stack deeper than kDeepFrames: walks it all with unw_step (tens of microseconds), keeping the innermost frames
+// in place and the outermost ones in a ring.
+int WalkDeepStack(uintptr_t* pcs, int max_depth, uint32_t* dropped) {
   constexpr int kMaxSteps = 1 << 16;  // a broken chain must not hang the program
   const int outer = OutermostFramesKept(max_depth);
   const int inner = max_depth - outer;
@@ -58,6 +81,14 @@ int CaptureDeepStack(uintptr_t* pcs, int max_depth, uint32_t* dropped) {
   for (int i = 0; i < outer; ++i) pcs[inner + i] = ring[(beyond - outer + i) % outer];
   *dropped = static_cast<uint32_t>(total - max_depth);
   return max_depth;
+}
+
+// A stack deeper than max_depth.
+__attribute__((noinline)) int CaptureDeepStack(uintptr_t* pcs, int max_depth, uint32_t* dropped) {
+  void* raw[kDeepFrames];
+  const int n = unw_backtrace(raw, kDeepFrames);
+  if (n > 0 && n < kDeepFrames) return KeepEnds(raw, n, pcs, max_depth, dropped);
+  return WalkDeepStack(pcs, max_depth, dropped);
 }
 
 }  // namespace

@@ -129,20 +129,26 @@ TEST(E2eOrder, SixtyFourThreadsOnOneCpuGiveTheExactOrderEveryRun) {
 // Issue 10, item 5: a native stack deeper than CUMEMTRACE_STACK_DEPTH keeps its innermost frames (the CUDA call)
 // and its outermost ones (main, where the user's lines are); the middle is dropped and counted in the trailer.
 TEST(E2eStacks, DeepStackKeepsInnermostAndOutermostFrames) {
-  const RunResult run = RunProgram(
-      {.program = "storm", .env = {{"CUMEMTRACE_STACK_DEPTH", "16"}}, .args = {"deep", "200"}});
-  ASSERT_EQ(run.exit_code, 0) << run.Describe();
-  const CollectedTrace trace = CollectTrace(run.trace_path);
-  ASSERT_TRUE(trace.status.ok()) << trace.status;
-  ASSERT_TRUE(trace.has_trailer);
-  EXPECT_EQ(trace.trailer.truncated_stacks, 1u);
-  EXPECT_GE(trace.trailer.dropped_frames, 200u - 16u);
-  std::string err;
-  const std::string json = Analyze({"leaks", "--json", "--frames", "64", "--group-by", "stack", run.trace_path}, &err);
-  EXPECT_NE(json.find("\"main\""), std::string::npos) << "the outermost frame survives\n" << json.substr(0, 4000);
-  EXPECT_NE(json.find("Recurse"), std::string::npos) << "the innermost frames survive";
-  EXPECT_NE(json.find("\"dropped_frames\": "), std::string::npos);
-  if (!testing::Test::HasFailure()) RemoveRunDir(run);
+  // 200: the fast path (unw_backtrace into 1024 frames); 1500: deeper than that, the frame-by-frame walk.
+  for (const int levels : {200, 1500}) {
+    SCOPED_TRACE(levels);
+    const RunResult run = RunProgram({.program = "storm",
+                                      .env = {{"CUMEMTRACE_STACK_DEPTH", "16"}},
+                                      .args = {"deep", std::to_string(levels)}});
+    ASSERT_EQ(run.exit_code, 0) << run.Describe();
+    const CollectedTrace trace = CollectTrace(run.trace_path);
+    ASSERT_TRUE(trace.status.ok()) << trace.status;
+    ASSERT_TRUE(trace.has_trailer);
+    EXPECT_EQ(trace.trailer.truncated_stacks, 1u);
+    EXPECT_GE(trace.trailer.dropped_frames, static_cast<uint64_t>(levels - 16));
+    std::string err;
+    const std::string json =
+        Analyze({"leaks", "--json", "--frames", "64", "--group-by", "stack", run.trace_path}, &err);
+    EXPECT_NE(json.find("\"main\""), std::string::npos) << "the outermost frame survives\n" << json.substr(0, 4000);
+    EXPECT_NE(json.find("Recurse"), std::string::npos) << "the innermost frames survive";
+    EXPECT_NE(json.find("\"dropped_frames\": "), std::string::npos);
+    if (!testing::Test::HasFailure()) RemoveRunDir(run);
+  }
 }
 
 }  // namespace
