@@ -93,7 +93,7 @@ __attribute__((noinline)) int CaptureDeepStack(uintptr_t* pcs, int max_depth, ui
 
 }  // namespace
 
-int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated, uint32_t* dropped) {
+int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated, uint32_t* dropped, bool keep_outermost) {
   *truncated = false;
   *dropped = 0;
   if (max_depth <= 0) return 0;
@@ -108,6 +108,10 @@ int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated, uint32_t* dropp
   for (int i = 0; i < n && count < max_depth; ++i) {
     uintptr_t pc = reinterpret_cast<uintptr_t>(raw[i]);
     if (!own.Contains(pc)) pcs[count++] = pc;
+  }
+  if ((count == max_depth || n == want) && !keep_outermost) {
+    *truncated = true;
+    return count;
   }
   if (count == max_depth || n == want) {
     const int deep = CaptureDeepStack(pcs, max_depth, dropped);

@@ -14,7 +14,9 @@ void InitNativeStacks();
 // returns -1 when unwinding failed. A stack deeper than max_depth keeps its innermost frames (where CUDA was
 // called) and its outermost ones (main, the program's own entry points, where the user's lines are) and drops the
 // middle: *truncated is set and *dropped counts the frames left out.
-int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated, uint32_t* dropped);
+// `keep_outermost` false: a deeper stack keeps only its innermost frames (one cheap unwind), for callers whose
+// user lines come from elsewhere (the thread's Python frames, which are never cut).
+int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated, uint32_t* dropped, bool keep_outermost = true);
 
 // How a stack of `max_depth` frames is split when the real one is deeper: the outermost frames kept.
 int OutermostFramesKept(int max_depth);

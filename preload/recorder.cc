@@ -706,9 +706,13 @@ void Record(const CallRecord& call) {
   const bool wants_stack = is_torch ? (call.api == format::Api::kTorchAlloc || call.api == format::Api::kTorchOom)
                                     : (is_alloc || call.result != 0 || g_config.free_stacks);
   const int stack_depth = wants_stack ? g_config.stack_depth : 0;
-  int depth = CaptureStack(pcs, stack_depth, &truncated, &dropped_frames);
   RawPythonStack python;  // read outside the lock: only this thread's own frames
   PythonCapture python_capture = stack_depth > 0 ? CapturePythonStack(&python) : PythonCapture::kOff;
+  // A thread with Python frames has the user's lines there (never cut): a deep native stack then keeps only its
+  // innermost frames, and the outermost ones (the interpreter's main) are not worth a second, full unwind. Every
+  // PyTorch allocation is such a stack.
+  const bool keep_outermost = !(python_capture == PythonCapture::kOk && python.group_count > 0);
+  int depth = CaptureStack(pcs, stack_depth, &truncated, &dropped_frames, keep_outermost);
   char name[16] = "";
   if (self.thread_index == 0 || self.name_changed) prctl(PR_GET_NAME, name);
 
