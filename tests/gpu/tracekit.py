@@ -149,7 +149,10 @@ class Event(object):
         self.thread_name = str(raw.get("thread_name") or "")
         self.op = str(raw.get("op") or "").lower()
         self.stack = stacks.get(str(raw.get("stack_id")))
-        self.space = KIND_SPACE.get(self.kind) or API_SPACE.get(norm_api(self.api)) or "alloc"
+        # PyTorch's block and segment events (torch.*) describe memory the driver events counted: a space of their
+        # own, never paired with a driver allocation at the same address (a segment's first block has its address).
+        self.space = ("torch" if str(self.api).startswith("torch.") else
+                      KIND_SPACE.get(self.kind) or API_SPACE.get(norm_api(self.api)) or "alloc")
         self.cupti_only = bool(raw.get("cupti_only"))
 
 
