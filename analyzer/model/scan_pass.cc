@@ -229,8 +229,10 @@ void PinnedPass::OnEvent(const Event& event) {
 void ScanPass::FinishLeaks() {
   // Per stack first (so that each group knows its largest stack), then merged by key.
   absl::flat_hash_map<LeakKey, LeakGroup> by_stack;
-  const int64_t start = a_.info.StartNs();
-  const int64_t duration = a_.info.DurationNs();
+  // Quarters of the span in which events happened: the time a process spends after its last event (its teardown,
+  // the preload writing symbols and lines at exit) would otherwise squeeze a whole loop into the first quarter.
+  const int64_t start = a_.info.has_events ? a_.info.first_event_time_ns : a_.info.StartNs();
+  const int64_t duration = a_.info.has_events ? SaturatingSub(a_.info.last_event_time_ns, start) : a_.info.DurationNs();
   std::array<int64_t, kGrowthPoints> at{};  // the times the growth points are taken (the last: the end)
   for (int i = 0; i < kGrowthPoints; ++i) {
     at[i] = start + static_cast<int64_t>(static_cast<__int128>(duration) * (i + 1) / kGrowthPoints);
