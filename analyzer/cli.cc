@@ -49,6 +49,7 @@ AnalyzeOptions OptionsFor(const CommandLine& cl) {
   o.oom_snapshots = cl.command == Command::kSummary || cl.command == Command::kOom;
   o.pinned = cl.command == Command::kSummary || cl.command == Command::kPinned;
   o.grouping = cl.grouping;
+  o.phase_filter = cl.phase_filter;
   return o;
 }
 

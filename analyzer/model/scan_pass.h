@@ -31,6 +31,7 @@ class ScanPass : public TraceVisitor {
   }
   void OnNotice(const NoticeInfo& notice) override { a_.info.notices.push_back(notice); }
   void OnMemorySample(const MemorySample& sample) override { driver_.Add(sample, owners_); }
+  void OnPhase(const PhaseInfo& phase) override { phases_.Add(phase); }
   void OnEvent(const Event& event) override;
   void OnEvents(absl::Span<const Event> events) override;
 
@@ -41,10 +42,11 @@ class ScanPass : public TraceVisitor {
  private:
   void FinishLeaks();
   void After(const Event& event, const Outcome& outcome, uint64_t index) {
+    if (phases_.active()) phases_.After(event, index, model_.timelines());
     a_.info.NoteEventTime(event.time_ns);
     driver_.Before(event.seq, owners_);  // samples taken before this event see the owners' state without it
     owners_.Apply(event, outcome);
-    if (outcome.effect == Effect::kFailedAlloc) KeepOom(event, index);
+    if (outcome.effect == Effect::kFailedAlloc && phases_.Inside(index)) KeepOom(event, index);
     if (options_.pinned && !pinned_overflow_) LogPinned(event, outcome);
   }
   void KeepOom(const Event& event, uint64_t index);
@@ -56,6 +58,7 @@ class ScanPass : public TraceVisitor {
   MemoryModel model_;
   OwnerTracker owners_{a_.stacks, a_.symbols, a_.info.header.executable};
   DriverMemoryTracker driver_;
+  PhaseTracker phases_{options_.phase_filter};
   std::vector<OomRecord> first_ooms_;
   std::deque<OomRecord> last_ooms_;
   // The last OOM snapshot: when, of what, and the live set's version then.

@@ -4,6 +4,7 @@
 
 #include "analyzer/render/json_common.h"
 #include "analyzer/render/json_owners.h"
+#include "analyzer/render/phases_render.h"
 
 namespace cumemtrace::analyzer {
 namespace {
@@ -39,6 +40,7 @@ void WritePeaks(JsonWriter& w, const PeakReport& r) {
   w.BeginArray();
   for (const PeakSection& s : r.device_totals) WritePeakSection(w, s);
   w.EndArray();
+  WritePhasesJson(w, r.phases, r.start_ns);
 }
 
 void WriteLeaks(JsonWriter& w, const LeakReport& r) {
@@ -58,6 +60,7 @@ void WriteLeaks(JsonWriter& w, const LeakReport& r) {
     w.BeginArray();
     for (uint64_t b : e.growth) w.Uint(b);
     w.EndArray();
+    w.Member("phase", e.phase);
     w.EndObject();
   }
   w.EndArray();
@@ -112,6 +115,7 @@ void WriteOoms(JsonWriter& w, const OomReport& r) {
     w.Member("live_count", o.live_count);
     w.Member("thread", o.thread_name);
     w.Member("thread_index", o.thread);
+    w.Member("phase", o.phase);
     w.Member("stack_id", o.stack_id);
     w.Key("stack");
     WriteStack(w, o.stack);

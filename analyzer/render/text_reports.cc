@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "analyzer/model/timelines.h"
+#include "analyzer/render/phases_render.h"
 #include "analyzer/render/text_common.h"
 #include "analyzer/render/text_owners.h"
 
@@ -138,6 +139,7 @@ void AppendOom(const OomEntry& o, bool details, std::string* out) {
   absl::StrAppendFormat(out, "  traced live %s: %s in %s\n",
                         o.live_is_host ? "host memory" : absl::StrCat("on ", DeviceName(o.device)),
                         HumanBytes(o.live_bytes), Plural(o.live_count, "allocation", "allocations"));
+  if (!o.phase.empty()) absl::StrAppend(out, "  in phase ", Printable(o.phase), "\n");
   absl::StrAppend(out, "  requested by thread ", ThreadLabel(o.thread, o.thread_name), " at\n");
   AppendFrames(o.stack, o.stack.size(), kFrameIndent, out);
   if (details && o.snapshot_taken && !o.live_by_stack.empty()) {
@@ -158,6 +160,7 @@ void AppendLeakEntries(const LeakReport& r, std::string* out) {
                           Plural(e.count, "allocation", "allocations"), DeviceName(e.device), e.kind,
                           GroupLabelText(e.label, e.stack_id));
     absl::StrAppend(out, kFrameIndent, "live at each quarter of the run: ", GrowthText(e.growth), "\n");
+    if (!e.phase.empty()) absl::StrAppend(out, kFrameIndent, "allocated in phase ", Printable(e.phase), "\n");
     AppendFrames(e.frames, e.frames.size(), kFrameIndent, out);
   }
   if (r.group_count > r.top.size()) {
@@ -278,6 +281,7 @@ std::string PeakText(const Overview& o, const PeakReport& r) {
   std::string out;
   AppendTraceLine(o, &out);
   AppendPeakTable(r, &out);
+  AppendPhasesText(r.phases, r.start_ns, &out);
   for (const PeakSection* s : OrderedSections(r, true, false)) AppendPeakSection(*s, &out);
   return out;
 }
@@ -345,6 +349,7 @@ std::string SummaryText(const Overview& o, const SummaryReport& r) {
   std::string out;
   AppendProcess(o, &out);
   AppendPeakTable(r.peak, &out);
+  AppendPhasesText(r.peak.phases, r.peak.start_ns, &out);
   for (const PeakSection* s : OrderedSections(r.peak, false, false)) AppendPeakSection(*s, &out);
   AppendOwnersText(r, &out);
   AppendDriverMemoryText(r, &out);

@@ -21,6 +21,7 @@ struct LeakEntry {
   std::vector<Frame> frames;
   GroupLabel label;
   std::array<uint64_t, kGrowthPoints> growth{};  // see LeakGroup::growth
+  std::string phase;  // the phase its allocations were made in (LeakGroup::phase), "" for none
 };
 
 struct LeakReport {
