@@ -188,6 +188,7 @@ std::string Document(const Overview& overview, absl::string_view command, Body b
   JsonWriter w(&out, kIndent);
   w.BeginObject();
   WriteOverview(w, overview, command);
+  if (overview.phases != nullptr) WritePhaseFilterJson(w, *overview.phases);
   body(w);
   w.EndObject();
   out.push_back('\n');

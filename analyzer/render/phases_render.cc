@@ -1,6 +1,7 @@
 // The phases section (see phases_render.h).
 #include "analyzer/render/phases_render.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -9,11 +10,15 @@
 
 namespace cumemtrace::analyzer {
 
+void AppendPhaseFilterText(const PhaseResults& phases, std::string* out) {
+  if (!phases.filter_active) return;
+  absl::StrAppendFormat(out,
+                        "Only inside phase %s (%s): peaks reached while it ran, failed allocations and leaks made "
+                        "in it.\n\n",
+                        Printable(phases.filter_label), Plural(phases.filter_events, "event", "events"));
+}
+
 void AppendPhasesText(const PhaseResults& phases, int64_t start_ns, std::string* out) {
-  if (phases.filter_active) {
-    absl::StrAppendFormat(out, "Only inside phase %s: %s; peaks are those reached while it ran.\n\n",
-                          Printable(phases.filter_label), Plural(phases.filter_events, "event", "events"));
-  }
   if (phases.phases.empty()) return;
   absl::StrAppendFormat(out, "Peak per phase (NVTX ranges: %s%s):\n", Plural(phases.ranges.size(), "range", "ranges"),
                         phases.marks > 0 ? absl::StrCat(", ", Plural(phases.marks, "mark", "marks")) : "");
@@ -27,19 +32,19 @@ void AppendPhasesText(const PhaseResults& phases, int64_t start_ns, std::string*
         continue;  // the device total (and PyTorch's reserved bytes, pinned host memory) say it; kinds in JSON
       }
       rows.push_back({first ? Printable(s.name) : "", first ? absl::StrCat(s.occurrences) : "",
-                      first ? Seconds(s.first_ns - start_ns) : "", first ? Seconds(s.total_ns) : "",
+                      first ? Seconds(std::max<int64_t>(0, s.first_ns - start_ns)) : "", first ? Seconds(s.total_ns) : "",
                       DeviceName(p.device), PhaseSeriesName(p.series), HumanBytes(p.peak_bytes)});
       first = false;
     }
     if (first) {
-      rows.push_back({Printable(s.name), absl::StrCat(s.occurrences), Seconds(s.first_ns - start_ns),
+      rows.push_back({Printable(s.name), absl::StrCat(s.occurrences), Seconds(std::max<int64_t>(0, s.first_ns - start_ns)),
                       Seconds(s.total_ns), "", "", "nothing allocated"});
     }
   }
   absl::StrAppend(out, Table(rows, "lrrrllr", "  "), "\n");
 }
 
-void WritePhasesJson(JsonWriter& w, const PhaseResults& phases, int64_t start_ns) {
+void WritePhaseFilterJson(JsonWriter& w, const PhaseResults& phases) {
   w.Key("phase_filter");
   if (phases.filter_active) {
     w.BeginObject();
@@ -49,6 +54,9 @@ void WritePhasesJson(JsonWriter& w, const PhaseResults& phases, int64_t start_ns
   } else {
     w.Null();
   }
+}
+
+void WritePhasesJson(JsonWriter& w, const PhaseResults& phases, int64_t start_ns) {
   w.Key("phases");
   w.BeginArray();
   for (const PhaseSummary& s : phases.phases) {

@@ -11,10 +11,14 @@
 
 namespace cumemtrace::analyzer {
 
-// Appends nothing for a trace without phases and without a filter.
+// "Peak per phase": nothing for a trace without phases.
 void AppendPhasesText(const PhaseResults& phases, int64_t start_ns, std::string* out);
-// Writes "phase_filter" and "phases" members (always: null / [] for a trace without them).
+// The line that says a report is narrowed to --phase / --window (nothing without one).
+void AppendPhaseFilterText(const PhaseResults& phases, std::string* out);
+// The "phases", "phase_ranges" and "phase_*" members (always: [] for a trace without phases).
 void WritePhasesJson(JsonWriter& w, const PhaseResults& phases, int64_t start_ns);
+// The "phase_filter" member of every report (null without --phase / --window).
+void WritePhaseFilterJson(JsonWriter& w, const PhaseResults& phases);
 
 }  // namespace cumemtrace::analyzer
 

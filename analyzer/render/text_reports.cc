@@ -29,6 +29,7 @@ void AppendTraceLine(const Overview& o, std::string* out) {
   const TraceInfo& info = *o.info;
   absl::StrAppend(out, "trace ", Printable(info.path), ": pid ", info.header.pid, " ", CommandLine(info.header),
                   ", ran ", Seconds(info.DurationNs()), "\n\n");
+  if (o.phases != nullptr) AppendPhaseFilterText(*o.phases, out);
 }
 
 void AppendProcess(const Overview& o, std::string* out) {

@@ -40,6 +40,7 @@ struct Overview {
   const TraceInfo* info = nullptr;
   ModelStats model;
   std::string group_by = "stack";  // GroupingName of the grouping the reports used
+  const PhaseResults* phases = nullptr;  // for the --phase / --window line (null: none)
 };
 
 // The label of a group keyed by `key` whose largest stack is `stack` (`grouper` null: a plain stack).
