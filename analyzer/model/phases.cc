@@ -154,6 +154,7 @@ void PhaseTracker::OpenRange(const PhaseInfo& phase, std::vector<Open>* stack, u
     r.domain = phase.domain;
     r.begin_ns = phase.time_ns;
     r.begin_seq = phase.after_seq;
+    r.stacked = stack != nullptr;
     ranges_.push_back(std::move(r));
   } else {
     ++ranges_dropped_;

@@ -67,6 +67,7 @@ struct PhaseRange {
   uint64_t begin_seq = 0;     // events with begin_seq < seq <= end_seq ran inside
   uint64_t end_seq = 0;
   bool closed = false;
+  bool stacked = true;        // pushed on its thread's stack (false: a start/end range, free to overlap)
 };
 
 struct PhaseResults {

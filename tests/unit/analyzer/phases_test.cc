@@ -2,6 +2,8 @@
 // among the events by after_seq (all Phase packets come before the events in the file, as the preload may write
 // them), the peak per phase counting what was live when it opened, start/end ranges across threads, the phase of
 // an OOM and of each leak, and --phase / --window narrowing the peaks, OOMs and leaks; plus the command line.
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -9,7 +11,9 @@
 #include "analyzer/command_line.h"
 #include "analyzer/model/analysis.h"
 #include "gtest/gtest.h"
+#include "proto/perfetto_trace.pb.h"
 #include "proto/trace.pb.h"
+#include "tests/unit/analyzer/cli_runner.h"
 #include "tests/unit/analyzer/trace_builder.h"
 
 namespace cumemtrace::analyzer {
@@ -123,6 +127,25 @@ TEST(Phases, FilterNarrowsPeaksOomsAndLeaks) {
   EXPECT_EQ(TotalPeak(**w), 580u);
   EXPECT_EQ((*w)->phases.filter_events, 2u);
   EXPECT_TRUE((*w)->leaks.empty());
+}
+
+TEST(Phases, PerfettoHasASlicePerRange) {
+  const std::string out = ::testing::TempDir() + "/phases.perfetto-trace";
+  std::remove(out.c_str());
+  const test::ToolResult r = test::Tool({"perfetto", BuildTrace(), "-o", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream in(out, std::ios::binary);
+  perfetto::Trace t;
+  ASSERT_TRUE(t.ParseFromIstream(&in));
+  std::map<std::string, int> begins;
+  int ends = 0;
+  for (const auto& p : t.packet()) {
+    if (!p.has_track_event()) continue;
+    if (p.track_event().type() == perfetto::TrackEvent::TYPE_SLICE_BEGIN) ++begins[p.track_event().name()];
+    if (p.track_event().type() == perfetto::TrackEvent::TYPE_SLICE_END) ++ends;
+  }
+  EXPECT_EQ(begins, (std::map<std::string, int>{{"a", 1}, {"b", 1}, {"c", 1}}));
+  EXPECT_EQ(ends, 3);
 }
 
 TEST(Phases, CommandLine) {
