@@ -129,6 +129,35 @@ TEST(Phases, FilterNarrowsPeaksOomsAndLeaks) {
   EXPECT_TRUE((*w)->leaks.empty());
 }
 
+// PyTorch's reserved bytes per phase, from the torch.* segment events: what max_memory_reserved() reports after a
+// reset at the phase's start (the segment reserved before it counts, the one freed inside it stays in the peak).
+TEST(Phases, TorchReservedPerPhase) {
+  TraceBuilder b;
+  b.Header().Device(0, "GPU", 1ull << 30).Thread(1, 100, "main");
+  b.Packet(Phase(format::Phase::PUSH, 1, 2, "train"));
+  b.Packet(Phase(format::Phase::POP, 1, 6));
+  auto ev = [](uint64_t seq, format::Api api, uint64_t address, uint64_t size) {
+    test::Ev e = Alloc(seq, static_cast<double>(seq), address, size, 0, api, 0, 1);
+    return e;
+  };
+  b.Events({ev(1, format::Api::kCuMemAlloc, 0x1000, 2 << 20), ev(2, format::Api::kTorchSegmentAlloc, 0x1000, 2 << 20),
+            ev(3, format::Api::kCuMemAlloc, 0x400000, 8 << 20),
+            ev(4, format::Api::kTorchSegmentAlloc, 0x400000, 8 << 20),
+            ev(5, format::Api::kTorchSegmentFree, 0x400000, 8 << 20), Free(6, 6, 0x400000, format::Api::kCuMemFree),
+            ev(7, format::Api::kCuMemAlloc, 0x2000000, 20 << 20),
+            ev(8, format::Api::kTorchSegmentAlloc, 0x2000000, 20 << 20)});
+  b.Trailer(8, kStartNs + 10'000'000);
+  auto a = Analyze(b.Write("torch_phases.pb"), AnalyzeOptions());
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_EQ((*a)->phases.phases.size(), 1u);
+  uint64_t reserved = 0;
+  for (const PhasePeak& p : (*a)->phases.phases[0].peaks) {
+    if (p.series == kTorchReservedSeries) reserved = p.peak_bytes;
+  }
+  EXPECT_EQ(reserved, 10u << 20);
+  EXPECT_STREQ(PhaseSeriesName(kTorchReservedSeries), "torch_reserved");
+}
+
 TEST(Phases, PerfettoHasASlicePerRange) {
   const std::string out = ::testing::TempDir() + "/phases.perfetto-trace";
   std::remove(out.c_str());
