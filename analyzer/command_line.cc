@@ -22,6 +22,7 @@ constexpr Subcommand kSubcommands[] = {
     {"ranks", Command::kRanks},     {"symbolize", Command::kSymbolize}, {"redact", Command::kRedact},
     {"check", Command::kCheck},     {"diff", Command::kDiff},   {"folded", Command::kFolded},
     {"html", Command::kHtml},       {"pprof", Command::kPprof}, {"perfetto", Command::kPerfetto},
+    {"torch-snapshot", Command::kTorchSnapshot},
 };
 
 absl::Status ParseCount(absl::string_view flag, absl::string_view value, size_t max, size_t* out) {
@@ -60,13 +61,15 @@ absl::Status ParseGroupBy(absl::string_view value, GroupingOptions* out) {
     *out = GroupingOptions{GroupBy::kUser, ""};
   } else if (value == "stack") {
     *out = GroupingOptions{GroupBy::kStack, ""};
+  } else if (value == "python") {
+    *out = GroupingOptions{GroupBy::kPython, ""};
   } else if (absl::StartsWith(value, "frame=")) {
     GroupingOptions g{GroupBy::kFrame, std::string(value.substr(6))};
     if (absl::Status s = CheckFrameRegex(g.frame_regex); !s.ok()) return s;
     *out = std::move(g);
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("--group-by takes user, stack or frame=REGEX, not '", value, "'"));
+        absl::StrCat("--group-by takes user, stack, python or frame=REGEX, not '", value, "'"));
   }
   return absl::OkStatus();
 }
@@ -151,7 +154,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
     }
     if (name == "--group-by") {
       if (!has_value) {
-        if (i + 1 >= args.size()) return absl::InvalidArgumentError("--group-by needs user, stack or frame=REGEX");
+        if (i + 1 >= args.size()) return absl::InvalidArgumentError("--group-by needs user, stack, python or frame=REGEX");
         value = args[++i];
       }
       if (absl::Status s = ParseGroupBy(value, &cl.grouping); !s.ok()) return s;
@@ -228,7 +231,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
       return absl::InvalidArgumentError(absl::StrCat("unknown subcommand '", positional[0],
                                                      "' (one of: summary, peak, leaks, pinned, oom, events, "
                                                      "ranks, symbolize, redact, check, diff, folded, html, pprof, "
-                                                     "perfetto)"));
+                                                     "perfetto, torch-snapshot)"));
     }
     return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", positional[next + 1], "'"));
   }
@@ -239,7 +242,8 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
   cl.trace = positional[next];
   const bool writes_trace = cl.command == Command::kSymbolize || cl.command == Command::kRedact;
   const bool writes_file = cl.command == Command::kHtml || cl.command == Command::kPprof ||
-                           cl.command == Command::kPerfetto || cl.command == Command::kFolded;
+                           cl.command == Command::kPerfetto || cl.command == Command::kFolded ||
+                           cl.command == Command::kTorchSnapshot;
   if (!cl.output.empty() && !writes_trace && !writes_file) {
     return absl::InvalidArgumentError("-o is for symbolize, redact and the exports (reports go to stdout)");
   }
@@ -276,6 +280,7 @@ std::string UsageText() {
        cumem-analyze diff A.pb B.pb [--json] [--top N] [--group-by HOW]
        cumem-analyze folded|pprof TRACE.pb [-o OUT] [--leaks] [--device N|host] [--kind K]
        cumem-analyze perfetto|html TRACE.pb -o OUT
+       cumem-analyze torch-snapshot TRACE.pb -o OUT.pickle [--json]
 
 Reads a cumemtrace trace and says what held CUDA memory, when, and who allocated it.
 
@@ -308,6 +313,10 @@ subcommands:
   html      one self-contained HTML page (no network): memory over time by owner, the peak and failed
             allocations marked, what was live at a selected moment as a flamegraph and a table, leaks,
             pinned spikes, owners, the driver's view and the tool's health
+  torch-snapshot
+            PyTorch's memory snapshot (the dictionary torch.cuda.memory._snapshot() returns) rebuilt from
+            the trace's caching-allocator events, as a pickle for pytorch.org/memory_viz and
+            python -m torch.cuda._memory_viz (--json: the same dictionary as JSON)
   redact    writes a copy to share: no host name, argv reduced to the program and its arguments, paths outside
             the program's own directory reduced to their name (or what follows site-packages/)
 
@@ -321,8 +330,9 @@ options:
                how stacks are grouped: user (the default) by their innermost frame of your own code
                (Python outside site-packages and the standard library, or your program's own native
                code); stack, one group per stack (stack ids stay stable: use it in scripts that
-               resolve them); frame=REGEX, by the innermost frame whose function or file matches
-               REGEX. A stack without such a frame is grouped by its innermost frame outside the CUDA
+               resolve them); python, by the innermost Python frame, in or out of site-packages
+               (a Trainer.train() run splits into attention, MLP, optimizer, ...); frame=REGEX, by
+               the innermost frame whose function or file matches REGEX. A stack without such a frame is grouped by its innermost frame outside the CUDA
                runtime and libc, marked "no user frame".
   --phase NAME every report inside the NVTX range NAME only (torch.cuda.nvtx.range_push, nvtxRangePush...):
                peaks reached while it was open (counting what was live when it opened), failed allocations

@@ -21,6 +21,7 @@ enum class Command {
   kSummary, kPeak, kLeaks, kPinned, kOom, kEvents, kRanks, kSymbolize, kRedact, kHelp, kVersion,
   // Pictures and comparisons (issue 9): a CI gate, two traces compared, and files for other viewers.
   kCheck, kDiff, kFolded, kHtml, kPprof, kPerfetto,
+  kTorchSnapshot,  // PyTorch's memory snapshot (memory_viz), from the torch.* events
 };
 
 struct CommandLine {

@@ -13,6 +13,7 @@
 #include "analyzer/render/export_folded.h"
 #include "analyzer/render/export_perfetto.h"
 #include "analyzer/render/export_pprof.h"
+#include "analyzer/render/export_torch_snapshot.h"
 #include "analyzer/render/gzip.h"
 #include "analyzer/render/html_data.h"
 #include "analyzer/render/html_report.h"
@@ -20,6 +21,7 @@
 #include "analyzer/reports/check.h"
 #include "analyzer/reports/diff_report.h"
 #include "analyzer/reports/stack_weights.h"
+#include "analyzer/reports/torch_snapshot.h"
 
 namespace cumemtrace::analyzer {
 namespace {
@@ -131,6 +133,23 @@ int RunProfileCommand(const CommandLine& cl, std::FILE* err) {
   return kExitOk;
 }
 
+// torch-snapshot: its own read of the trace (the torch.* events and stacks); no Analysis needed.
+int RunTorchSnapshotCommand(const CommandLine& cl, std::FILE* err) {
+  absl::StatusOr<std::unique_ptr<TorchSnapshot>> snapshot = BuildTorchSnapshot(cl.trace);
+  if (!snapshot.ok()) return Fail(snapshot.status(), err, kExitBadInput);
+  const TorchSnapshot& s = **snapshot;
+  Warn(s.info, err);
+  if (s.unmatched_frees != 0 || s.stray_blocks != 0) {
+    Write(absl::StrCat("warning: left out of the snapshot: ", s.unmatched_frees,
+                       " frees of blocks never allocated in the trace, ", s.stray_blocks,
+                       " live blocks outside every segment\n"),
+          err);
+  }
+  const std::string bytes = cl.json ? TorchSnapshotJson(s) : TorchSnapshotPickle(s);
+  if (absl::Status st = WriteOutput(cl.output, bytes, nullptr); !st.ok()) return Fail(st, err, kExitBadInput);
+  return kExitOk;
+}
+
 int RunCheckCommand(const CommandLine& cl, std::FILE* out, std::FILE* err) {
   AnalyzeOptions options;
   options.peak_snapshots = cl.bounds.max_peak.has_value();
@@ -183,7 +202,8 @@ bool IsPicturesCommand(Command command) {
     case Command::kFolded:
     case Command::kHtml:
     case Command::kPprof:
-    case Command::kPerfetto: return true;
+    case Command::kPerfetto:
+    case Command::kTorchSnapshot: return true;
     default: return false;
   }
 }
@@ -196,6 +216,7 @@ int RunPicturesCommand(const CommandLine& cl, std::FILE* out, std::FILE* err) {
     case Command::kHtml: return RunHtmlCommand(cl, err);
     case Command::kPprof:
     case Command::kPerfetto: return RunProfileCommand(cl, err);
+    case Command::kTorchSnapshot: return RunTorchSnapshotCommand(cl, err);
     default:
       return Fail(absl::UnimplementedError(absl::StrCat(cl.command_name, " is not built yet")), err, kExitUsage);
   }

@@ -579,6 +579,10 @@ bool Tracing() {
   return g_state.load(std::memory_order_acquire) == kRunning;
 }
 
+bool TracingStarted() {
+  return g_state.load(std::memory_order_acquire) == kRunning && Self().in_recorder == 0;
+}
+
 uint64_t TakeSequence() { return g_next_seq.fetch_add(1, std::memory_order_relaxed); }
 
 void NoteThreadRenamed() { Self().name_changed = true; }

@@ -51,6 +51,10 @@ ThreadState& Self();
 // failed, finished, or in a forked child.
 bool Tracing();
 
+// True if tracing is running and the calling thread is not inside cumemtrace; never starts tracing (for callbacks
+// that run under another library's lock, where starting, which takes the loader's lock, must not happen).
+bool TracingStarted();
+
 // A sequence number for an event whose real call has not happened yet (frees).
 uint64_t TakeSequence();
 

@@ -130,7 +130,7 @@ bool FirstEntryDescribesTheSegment(const TraceEntryHead& e) {
 }
 
 void OnTraceEntry(const void* /*functor*/, const void* raw) {
-  if (!Tracing()) return;
+  if (!TracingStarted()) return;  // under PyTorch's allocator lock: never start tracing from here
   const TraceEntryHead& e = *static_cast<const TraceEntryHead*>(raw);
   int entries = g_entries.load(std::memory_order_acquire);
   if (entries == kUnchecked && t_attaching) {

@@ -44,13 +44,32 @@ void PackedVarints(WireEncoder& enc, uint32_t field, size_t count, Fn value) {
   enc.End(mark);
 }
 
-// True if `get(i)` is the same for every event (the column is then written once).
-template <typename Fn>
-bool AllSame(size_t count, Fn get) {
-  for (size_t i = 1; i < count; ++i) {
-    if (get(i) != get(0)) return false;
+// A column of `n` values: one entry when all are the same; else (value, run length) pairs when there are fewer
+// than n / 2 runs; else one entry per row.
+template <typename Value>
+void WriteRunsOrRows(WireEncoder& e, uint32_t field, uint32_t runs_field, size_t n, Value value) {
+  size_t runs = n == 0 ? 0 : 1;
+  for (size_t i = 1; i < n; ++i) runs += value(i) != value(i - 1) ? 1 : 0;
+  if (runs <= 1 || runs * 2 >= n) {
+    PackedVarints(e, field, runs <= 1 ? (n == 0 ? 0 : 1) : n, value);
+    return;
   }
-  return true;
+  size_t mark = e.Begin(field);
+  for (size_t i = 0; i < n; ++i) {
+    if (i == 0 || value(i) != value(i - 1)) e.RawVarint(value(i));
+  }
+  e.End(mark);
+  mark = e.Begin(runs_field);
+  size_t length = 1;
+  for (size_t i = 1; i <= n; ++i) {
+    if (i < n && value(i) == value(i - 1)) {
+      ++length;
+      continue;
+    }
+    e.RawVarint(length);
+    length = 1;
+  }
+  e.End(mark);
 }
 
 }  // namespace
@@ -249,13 +268,33 @@ bool WriteEventBatch(ByteBuffer* out, const EventRecord* ev, size_t n) {
     }
     e.End(mark);
   }
-  // Columns that are often the same for a whole batch are then written once.
-  auto stack = [&](size_t i) { return ev[i].stack; };
+  // The stack column covers the rows whose api has a stack: once when it is the same for all of them.
+  {
+    size_t with_stack = 0;
+    bool same = true;
+    uint64_t first = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const format::ApiInfo* a = info(i);
+      if (a == nullptr || !a->has_stack) continue;
+      if (with_stack++ == 0) first = ev[i].stack; else same = same && ev[i].stack == first;
+    }
+    if (with_stack > 0) {
+      size_t mark = e.Begin(ef::kStack);
+      for (size_t i = 0; i < n; ++i) {
+        const format::ApiInfo* a = info(i);
+        if (a == nullptr || !a->has_stack) continue;
+        e.RawVarint(ev[i].stack);
+        if (same) break;
+      }
+      e.End(mark);
+    }
+  }
+  // Thread and device change rarely within a batch (forward on one thread, backward on another): once when the
+  // same for every row, else runs when that is shorter, else one per row.
   auto thread = [&](size_t i) { return static_cast<uint64_t>(ev[i].thread); };
   auto device = [&](size_t i) { return ZigZag(ev[i].device); };
-  PackedVarints(e, ef::kStack, AllSame(n, stack) ? 1 : n, stack);
-  PackedVarints(e, ef::kThread, AllSame(n, thread) ? 1 : n, thread);
-  PackedVarints(e, ef::kDevice, AllSame(n, device) ? 1 : n, device);
+  WriteRunsOrRows(e, ef::kThread, ef::kThreadRuns, n, thread);
+  WriteRunsOrRows(e, ef::kDevice, ef::kDeviceRuns, n, device);
   for (size_t i = 0; i < n; ++i) {
     if (ev[i].result == 0) continue;
     size_t mark = e.Begin(ef::kFailures);

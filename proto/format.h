@@ -12,7 +12,8 @@
 namespace cumemtrace::format {
 
 inline constexpr uint64_t kMagic = 0x435254454d454d43ull;  // "CUMEMTRC" little-endian
-inline constexpr uint32_t kFormatVersion = 1;
+// Version 2: the stack column covers only rows whose api has a stack; thread/device columns may be run-length coded.
+inline constexpr uint32_t kFormatVersion = 2;
 inline constexpr int32_t kHostDevice = -1;
 
 // Field numbers (see trace.proto).
@@ -66,7 +67,8 @@ inline constexpr uint32_t kPc = 1, kFunction = 2, kModule = 3, kOffset = 4, kFil
 namespace events {
 inline constexpr uint32_t kFirstSeq = 1, kBaseTimeNs = 2, kSeqDelta = 3, kTimeDeltaNs = 4, kApi = 5,
                           kAddressDelta = 6, kSize = 7, kStack = 8, kThread = 9, kDevice = 10, kStream = 11,
-                          kAux = 12, kFailures = 13, kCuptiRows = 14;
+                          kAux = 12, kFailures = 13, kCuptiRows = 14,
+                          kThreadRuns = 16, kDeviceRuns = 17;
 }
 namespace failure {
 inline constexpr uint32_t kRow = 1, kResult = 2, kFreeBytes = 3, kTotalBytes = 4, kHasMemInfo = 5;
@@ -192,6 +194,7 @@ struct ApiInfo {
   bool has_stream;
   bool has_aux;
   bool has_size;   // the row has an entry in the size column (every allocation; some TORCH_* apis)
+  bool has_stack = true;  // the row has an entry in the stack column (format version 2)
 };
 
 // The one table of what each api does.
@@ -237,20 +240,21 @@ inline constexpr ApiInfo kApiTable[] = {
     // drop there); TORCH_FREE_COMPLETED only returns the block to the cache.
     {Api::kTorchAlloc, "torch.alloc", Op::kAlloc, Kind::kTorchBlock, Space::kTorchBlock, true, false, true},
     {Api::kTorchFreeRequested, "torch.free_requested", Op::kFree, Kind::kUnknown, Space::kTorchBlock, false, false,
-     false},
+     false, false},
     {Api::kTorchFreeCompleted, "torch.free_completed", Op::kNone, Kind::kUnknown, Space::kTorchBlock, false, false,
-     false},
+     false, false},
     {Api::kTorchSegmentAlloc, "torch.segment_alloc", Op::kNone, Kind::kUnknown, Space::kTorchSegment, true, false,
-     true},
+     true, false},
     {Api::kTorchSegmentFree, "torch.segment_free", Op::kNone, Kind::kUnknown, Space::kTorchSegment, true, false,
-     true},
-    {Api::kTorchSegmentMap, "torch.segment_map", Op::kNone, Kind::kUnknown, Space::kTorchSegment, true, false, true},
+     true, false},
+    {Api::kTorchSegmentMap, "torch.segment_map", Op::kNone, Kind::kUnknown, Space::kTorchSegment, true, false, true,
+     false},
     {Api::kTorchSegmentUnmap, "torch.segment_unmap", Op::kNone, Kind::kUnknown, Space::kTorchSegment, true, false,
-     true},
+     true, false},
     {Api::kTorchOom, "torch.oom", Op::kNone, Kind::kUnknown, Space::kTorchSegment, true, true, true},
     // A FREE_REQUESTED directly followed by the FREE_COMPLETED of the same block on the same thread (no other
     // event between them): one row instead of two, a third fewer rows in a training loop.
-    {Api::kTorchFree, "torch.free", Op::kFree, Kind::kUnknown, Space::kTorchBlock, false, false, false},
+    {Api::kTorchFree, "torch.free", Op::kFree, Kind::kUnknown, Space::kTorchBlock, false, false, false, false},
 };
 
 // Api values are small; a direct index over kApiTable makes the lookup one load (it is on every event's path in

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "analyzer/model/allocator_result.h"
 #include "analyzer/model/driver_memory.h"
 #include "analyzer/model/memory_model.h"
 #include "analyzer/model/owners.h"
@@ -65,6 +66,9 @@ struct LeakGroup {
   uint64_t count = 0;
   GroupKey key;
   uint64_t stacks = 1;  // distinct stacks merged
+  // Device memory that PyTorch's caching allocator holds as segments, on a device where the trace has the
+  // allocator layer: the cache it kept (its live tensors are the torch_block groups), not a leak.
+  bool pytorch_cache = false;
   // Of the bytes live at the end, those already allocated at 1/4, 1/2 and 3/4 of the trace and at its end (the
   // last = bytes): a loop that keeps something every step reads as a steady climb, a one-time allocation as flat.
   std::array<uint64_t, kGrowthPoints> growth{};
@@ -86,6 +90,10 @@ struct OomRecord {
   uint64_t live_count = 0;
   GroupedSnapshot live_by_stack;  // taken per AnalyzeOptions::oom_snapshot_first
   std::string phase;              // the failing thread's innermost open phase, else any open one ("": none)
+  // A failure PyTorch's caching allocator asked for (its stack's owner is PyTorch) on a device with the allocator
+  // layer: the allocator's state then.
+  bool has_torch = false;
+  TorchAtFailure torch;
 };
 
 struct Analysis {
@@ -96,6 +104,8 @@ struct Analysis {
   // Keys stacks into groups (AnalyzeOptions::grouping) and names their user frames; set once the read is done.
   // Reports may call it on a const Analysis: it only fills its own caches.
   std::unique_ptr<StackGrouper> grouper;
+  // Keys stacks by their innermost Python frame (--group-by python), for the views that always group so.
+  std::unique_ptr<StackGrouper> python_grouper;
   ModelStats model;
   // Every (device, series) with at least one allocation: by device ordinal, then kind order, the device total
   // last.
@@ -110,6 +120,7 @@ struct Analysis {
   std::vector<OwnerUsage> owners;            // memory by owner per device (owners.h)
   std::vector<DriverMemory> driver_memory;  // per GPU with MemorySample packets (driver_memory.h)
   PhaseResults phases;                      // NVTX ranges, peaks per phase, the filter (phases.h)
+  AllocatorResult allocator;  // PyTorch's caching allocator's blocks (allocator_result.h); empty without them
   bool second_pass = false;  // the pinned changes outgrew their log and the trace was read again
 
   // nullptr if (device, series) had no allocation.

@@ -54,6 +54,9 @@ Outcome MemoryModel::Apply(const Event& e) {
       out.has_previous = true;
       out.effect = Effect::kFreed;
       timelines_.Remove(out.previous);
+    } else if (info->space == format::Space::kTorchBlock) {
+      ++stats_.predating_torch_frees;  // allocated before the tracker was attached (allocator_layer.h)
+      out.effect = Effect::kUnmatchedFree;
     } else {
       ++stats_.unmatched_frees;
       out.effect = Effect::kUnmatchedFree;

@@ -3,7 +3,7 @@
 //
 // Rules: a successful allocation inserts (replacing, and counting as overwritten, one already live at the same
 // address in the same space); a successful free removes the live allocation of its space and address (an unknown
-// one is counted as an unmatched free); a failed allocation changes nothing (reports list it); a failed free leaves
+// one is counted as an unmatched free, unless it is a PyTorch block that predates the tracker); a failed allocation changes nothing (reports list it); a failed free leaves
 // the allocation live. It must never crash or go negative on a trace that frees what it never allocated.
 #ifndef CUMEMTRACE_ANALYZER_MODEL_MEMORY_MODEL_H_
 #define CUMEMTRACE_ANALYZER_MODEL_MEMORY_MODEL_H_
@@ -38,6 +38,9 @@ struct ModelStats {
   uint64_t frees = 0;        // successful and matched
   uint64_t overwritten = 0;  // allocations at an address already live (the older one was dropped)
   uint64_t unmatched_frees = 0;
+  // Frees of PyTorch blocks allocated before its allocator's tracker was attached (TORCH_FREE_REQUESTED of nothing
+  // live): expected, never counted in unmatched_frees.
+  uint64_t predating_torch_frees = 0;
   uint64_t failed_allocations = 0;
   uint64_t failed_frees = 0;
 };

@@ -188,6 +188,21 @@ uint64_t OwnerTracker::DeviceBytes(int32_t device) const {
   return 0;
 }
 
+std::vector<std::pair<uint32_t, uint64_t>> OwnerTracker::LiveOwners(int32_t device) const {
+  std::vector<std::pair<uint32_t, uint64_t>> out;
+  if (device == format::kHostDevice) return out;
+  for (const PerDevice& d : devices_) {
+    if (d.device != device) continue;
+    for (uint32_t i = 0; i < d.owners.size(); ++i) {
+      if (d.owners[i].live != 0) out.emplace_back(i, d.owners[i].live);
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  return out;
+}
+
 std::vector<OwnerUsage> OwnerTracker::Results() const {
   std::vector<OwnerUsage> out;
   for (const PerDevice& d : devices_) {

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -77,6 +78,9 @@ class OwnerTracker {
 
   // Live device-side memory (device + managed + pool + vmm_physical) of GPU `device` now.
   uint64_t DeviceBytes(int32_t device) const;
+
+  // Owners with live memory on GPU `device` now, as (owner index, live bytes), largest first.
+  std::vector<std::pair<uint32_t, uint64_t>> LiveOwners(int32_t device) const;
 
   // The owner index of stack `stack` (cached).
   uint32_t OwnerOf(uint64_t stack);

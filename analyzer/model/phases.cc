@@ -128,6 +128,7 @@ void PhaseTracker::NameOpened(const std::string& name, int64_t time_ns, uint64_t
   // What was live when it opened counts: the phase's peak is at least that.
   for (const DeviceSeries* d : timelines.Devices()) {
     for (int series = 1; series < kNumSeries; ++series) {
+      if (series == static_cast<int>(format::Kind::kTorchBlock)) continue;  // tensors: PyTorch's own layer
       if (d->series[series].bytes > 0) Raise(s, d->device, series, d->series[series].bytes, last_);
     }
   }

@@ -24,12 +24,33 @@ struct LeakGroupKey {
   int32_t device;
   format::Kind kind;
   GroupKey key;
-  bool operator==(const LeakGroupKey& o) const { return device == o.device && kind == o.kind && key == o.key; }
+  bool pytorch_cache;
+  bool operator==(const LeakGroupKey& o) const {
+    return device == o.device && kind == o.kind && key == o.key && pytorch_cache == o.pytorch_cache;
+  }
   template <typename H>
   friend H AbslHashValue(H h, const LeakGroupKey& k) {
-    return H::combine(std::move(h), k.device, k.kind, k.key);
+    return H::combine(std::move(h), k.device, k.kind, k.key, k.pytorch_cache);
   }
 };
+
+// Leaks are listed memory first (tensors count as memory: they are what a PyTorch program leaks), then the cache
+// PyTorch kept, then what only looks like memory (address space, mappings of memory already counted).
+int LeakRank(const LeakGroup& g) {
+  if (g.pytorch_cache) return 1;
+  if (IsMemoryKind(g.kind) || g.kind == format::Kind::kTorchBlock) return 0;
+  return 2;
+}
+
+using TensorsByStack = absl::flat_hash_map<uint64_t, StackGroup>;
+
+void AddTensor(TensorsByStack& by_stack, uint64_t stack, uint64_t size) {
+  StackGroup& g = by_stack[stack];
+  g.stack = stack;
+  g.key.value = stack;
+  g.bytes += size;
+  ++g.count;
+}
 
 uint64_t LiveBytesIn(const Timelines& timelines, const SnapshotFilter& scope, uint64_t* count) {
   uint64_t bytes = 0;
@@ -116,6 +137,10 @@ void ScanPass::KeepOom(const Event& event, uint64_t index) {
   r.scope = MemoryScopeOf(event.device, event.info->kind);
   r.phase = phases_.CurrentPhase(event.thread);
   r.live_bytes = LiveBytesIn(model_.timelines(), r.scope, &r.live_count);
+  if (layer_.Find(event.device) != nullptr && !IsHostMemory(event.info->kind) && IsPytorchStack(event.stack)) {
+    r.has_torch = true;
+    r.torch = AtFailure(event.device);
+  }
   SnapshotOom(r, index);
   const size_t first_cap = options_.max_oom_records - options_.max_oom_records / 2;
   const size_t last_cap = options_.max_oom_records / 2;
@@ -124,6 +149,82 @@ void ScanPass::KeepOom(const Event& event, uint64_t index) {
   } else if (last_cap != 0) {
     if (last_ooms_.size() == last_cap) last_ooms_.pop_front();
     last_ooms_.push_back(std::move(r));
+  }
+}
+
+void ScanPass::OnAllocatorAttach(const AllocatorAttachInfo& attach) {
+  AllocatorResult& r = a_.allocator;
+  if (r.attached) return;  // one tracker per process: a second attach changes nothing
+  r.attached = true;
+  r.attach = attach;
+  r.config = ParseAllocatorConfig(attach.config);
+  layer_.SetConfig(r.config);
+}
+
+TorchAtFailure ScanPass::AtFailure(int32_t device) {
+  TorchAtFailure at;
+  at.figures = layer_.Figures(device);
+  at.traced_device_bytes = owners_.DeviceBytes(device);
+  for (const auto& [owner, bytes] : owners_.LiveOwners(device)) {
+    if (owners_.Name(owner).slug == "pytorch") continue;
+    at.outside.push_back(OutsideOwner{owners_.Name(owner), bytes});
+  }
+  return at;
+}
+
+void ScanPass::ApplyTorch(const Event& event, uint64_t index) {
+  a_.allocator.events = true;
+  layer_.Apply(event, index);
+  if (event.api != format::Api::kTorchOom) return;
+  ++a_.allocator.oom_count;
+  if (a_.allocator.ooms.size() >= kMaxTorchOoms) return;
+  TorchOomRecord r;
+  r.event = event;
+  r.index = index;
+  if (auto it = a_.info.devices.find(event.device); it != a_.info.devices.end()) {
+    r.device_total_bytes = it->second.total_memory;
+  }
+  r.at = AtFailure(event.device);
+  // Every stack for now (merged by the groupers in FinishAllocator, once symbols are known).
+  TensorsByStack by_stack;
+  layer_.ForEachTensor(event.device, [&](int32_t, uint64_t, const TorchBlock& b) {
+    AddTensor(by_stack, b.stack, b.size);
+  });
+  r.tensors = FinishGroups(by_stack, SIZE_MAX);
+  a_.allocator.ooms.push_back(std::move(r));
+}
+
+void ScanPass::FinishAllocator() {
+  AllocatorResult& r = a_.allocator;
+  for (const TorchDeviceStats* s : layer_.Devices()) {
+    TorchDeviceResult d;
+    d.stats = *s;
+    d.stats.freed_since_allocated_peak.clear();
+    d.stats.freed_since_reserved_peak.clear();
+    d.at_end = layer_.Figures(s->device);
+    TensorsByStack at_allocated, at_reserved;
+    const uint64_t allocated_peak = s->allocated_bytes.peak_at.index;
+    const uint64_t reserved_peak = s->reserved_bytes.peak_at.index;
+    layer_.ForEachTensor(s->device, [&](int32_t, uint64_t, const TorchBlock& b) {
+      if (s->allocated_bytes.peak != 0 && b.index <= allocated_peak) AddTensor(at_allocated, b.stack, b.size);
+      if (s->reserved_bytes.peak != 0 && b.index <= reserved_peak) AddTensor(at_reserved, b.stack, b.size);
+    });
+    for (const TorchTensor& t : s->freed_since_allocated_peak) AddTensor(at_allocated, t.stack, t.size);
+    for (const TorchTensor& t : s->freed_since_reserved_peak) AddTensor(at_reserved, t.stack, t.size);
+    if (s->allocated_bytes.peak != 0) {
+      d.at_allocated_peak = FinishGroups(at_allocated, options_.max_groups, a_.grouper.get());
+    }
+    if (s->reserved_bytes.peak != 0) {
+      d.at_reserved_peak = FinishGroups(at_reserved, options_.max_groups, a_.grouper.get());
+    }
+    r.mismatches += s->mismatches;
+    r.estimated_blocks += s->estimated_blocks;
+    r.predating_frees += s->predating_frees;
+    r.devices.push_back(std::move(d));
+  }
+  for (TorchOomRecord& o : r.ooms) {
+    o.tensors_by_python = Regroup(o.tensors, options_.max_groups, a_.python_grouper.get());
+    o.tensors = Regroup(o.tensors, options_.max_groups, a_.grouper.get());
   }
 }
 
@@ -148,6 +249,8 @@ void ScanPass::FinishLeaks() {
     g.device = alloc.device;
     g.kind = alloc.kind;
     g.stack = alloc.stack;
+    g.pytorch_cache = layer_.Find(alloc.device) != nullptr && !IsHostMemory(alloc.kind) &&
+                      alloc.kind != format::Kind::kTorchBlock && IsPytorchStack(alloc.stack);
     g.bytes += alloc.size;
     ++g.count;
     for (int i = 0; i < kGrowthPoints; ++i) {
@@ -162,7 +265,7 @@ void ScanPass::FinishLeaks() {
   absl::flat_hash_map<LeakGroupKey, LeakGroup> groups;
   for (const auto& [k, s] : by_stack) {
     const GroupKey key = a_.grouper->KeyOf(s.stack);
-    auto [it, inserted] = groups.try_emplace(LeakGroupKey{s.device, s.kind, key}, s);
+    auto [it, inserted] = groups.try_emplace(LeakGroupKey{s.device, s.kind, key, s.pytorch_cache}, s);
     LeakGroup& g = it->second;
     g.key = key;
     if (inserted) continue;
@@ -175,9 +278,9 @@ void ScanPass::FinishLeaks() {
   a_.leaks.reserve(groups.size());
   for (auto& [key, group] : groups) a_.leaks.push_back(group);
   // Memory first, then what only looks like memory (address space, mappings of memory already counted): a large
-  // address reservation must not push real leaks off the list.
+  // address reservation must not push real leaks off the list (LeakRank).
   std::sort(a_.leaks.begin(), a_.leaks.end(), [](const LeakGroup& x, const LeakGroup& y) {
-    if (IsMemoryKind(x.kind) != IsMemoryKind(y.kind)) return IsMemoryKind(x.kind);
+    if (LeakRank(x) != LeakRank(y)) return LeakRank(x) < LeakRank(y);
     if (x.bytes != y.bytes) return x.bytes > y.bytes;
     if (x.count != y.count) return x.count > y.count;
     if (x.device != y.device) return x.device < y.device;
@@ -214,6 +317,8 @@ bool ScanPass::Finish() {
   }
   a_.grouper = std::make_unique<StackGrouper>(a_.stacks, a_.symbols, a_.python_frames, a_.info.header.executable,
                                               options_.grouping);
+  a_.python_grouper = std::make_unique<StackGrouper>(a_.stacks, a_.symbols, a_.python_frames,
+                                                     a_.info.header.executable, GroupingOptions{GroupBy::kPython, ""});
   if (options_.peak_snapshots) {
     GroupAtPeaks(model_.live(), model_.timelines(), options_.max_groups, a_.grouper.get(),
                  [this](int32_t device, int series, GroupedSnapshot snapshot) {
@@ -223,6 +328,7 @@ bool ScanPass::Finish() {
                  });
   }
   FinishLeaks();
+  FinishAllocator();
 
   a_.ooms = std::move(first_ooms_);
   a_.ooms.insert(a_.ooms.end(), std::make_move_iterator(last_ooms_.begin()),

@@ -7,6 +7,7 @@
 #include <deque>
 #include <vector>
 
+#include "analyzer/model/allocator_layer.h"
 #include "analyzer/model/analysis.h"
 #include "analyzer/model/driver_memory.h"
 #include "analyzer/model/owners.h"
@@ -32,6 +33,7 @@ class ScanPass : public TraceVisitor {
   void OnNotice(const NoticeInfo& notice) override { a_.info.notices.push_back(notice); }
   void OnMemorySample(const MemorySample& sample) override { driver_.Add(sample, owners_); }
   void OnPhase(const PhaseInfo& phase) override { phases_.Add(phase); }
+  void OnAllocatorAttach(const AllocatorAttachInfo& attach) override;
   void OnEvent(const Event& event) override;
   void OnEvents(absl::Span<const Event> events) override;
 
@@ -41,11 +43,17 @@ class ScanPass : public TraceVisitor {
 
  private:
   void FinishLeaks();
+  void FinishAllocator();
+  void ApplyTorch(const Event& event, uint64_t index);
+  // The allocator's state on `device` now, and what else holds that device's memory.
+  TorchAtFailure AtFailure(int32_t device);
+  bool IsPytorchStack(uint64_t stack) { return owners_.Name(owners_.OwnerOf(stack)).slug == "pytorch"; }
   void After(const Event& event, const Outcome& outcome, uint64_t index) {
     if (phases_.active()) phases_.After(event, index, model_.timelines());
     a_.info.NoteEventTime(event.time_ns);
     driver_.Before(event.seq, owners_);  // samples taken before this event see the owners' state without it
     owners_.Apply(event, outcome);
+    if (format::IsTorchApi(event.api)) ApplyTorch(event, index);
     if (outcome.effect == Effect::kFailedAlloc && phases_.Inside(index)) KeepOom(event, index);
     if (options_.pinned && !pinned_overflow_) LogPinned(event, outcome);
   }
@@ -59,6 +67,7 @@ class ScanPass : public TraceVisitor {
   OwnerTracker owners_{a_.stacks, a_.symbols, a_.info.header.executable};
   DriverMemoryTracker driver_;
   PhaseTracker phases_{options_.phase_filter};
+  AllocatorLayer layer_;
   std::vector<OomRecord> first_ooms_;
   std::deque<OomRecord> last_ooms_;
   // The last OOM snapshot: when, of what, and the live set's version then.

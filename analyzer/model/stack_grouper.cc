@@ -16,6 +16,7 @@ std::string GroupingName(const GroupingOptions& options) {
     case GroupBy::kStack: return "stack";
     case GroupBy::kUser: return "user";
     case GroupBy::kFrame: return absl::StrCat("frame=", options.frame_regex);
+    case GroupBy::kPython: return "python";
   }
   return "stack";
 }
@@ -82,7 +83,9 @@ const StackKeyInfo& StackGrouper::Describe(uint64_t stack) const {
     if (!info.outer_frame.has_value() && c != FrameClass::kRuntime && c != FrameClass::kMarker) {
       info.outer_frame = Canonical(pc);
     }
-    const bool wanted = options_.by == GroupBy::kFrame ? Matches(pc) : c == FrameClass::kUser;
+    bool wanted = c == FrameClass::kUser;
+    if (options_.by == GroupBy::kFrame) wanted = Matches(pc);
+    if (options_.by == GroupBy::kPython) wanted = format::IsPythonFramePc(pc) && c != FrameClass::kMarker;
     if (wanted) {
       info.user_frame = Canonical(pc);
       break;

@@ -2,7 +2,8 @@
 // and a training step reaches cudaMalloc through many stacks (autograd threads, the caching allocator's retry
 // paths, different layers) that differ only below that line. So by default stacks are grouped by their innermost
 // user frame (frame_class.h); `stack` keeps one group per stack (what scripts resolving stack ids need); `frame=RE`
-// groups by the innermost frame whose function or file matches RE. A stack without such a frame is grouped by its
+// groups by the innermost frame whose function or file matches RE; `python` by the innermost Python frame, in or out
+// of site-packages (a Trainer.train() run splits into attention, MLP, optimizer, ...). A stack without such a frame is grouped by its
 // innermost frame outside the runtime (CUDA driver and runtime, libc, cumemtrace), and says so (no user frame);
 // a stack entirely inside the runtime, or no stack, stays a group of its own.
 //
@@ -23,14 +24,14 @@
 
 namespace cumemtrace::analyzer {
 
-enum class GroupBy : uint8_t { kStack, kUser, kFrame };
+enum class GroupBy : uint8_t { kStack, kUser, kFrame, kPython };
 
 struct GroupingOptions {
   GroupBy by = GroupBy::kStack;
   std::string frame_regex;  // GroupBy::kFrame only (ECMAScript syntax, searched anywhere in the name or file)
 };
 
-// "stack", "user", "frame=RE".
+// "stack", "user", "frame=RE", "python".
 std::string GroupingName(const GroupingOptions& options);
 // OK, or InvalidArgument saying why `regex` is not a regular expression.
 absl::Status CheckFrameRegex(const std::string& regex);
@@ -40,7 +41,7 @@ absl::Status CheckFrameRegex(const std::string& regex);
 struct GroupKey {
   enum class Kind : uint8_t {
     kStack,     // value = stack id (GroupBy::kStack, or a stack with no frame outside the runtime)
-    kFrame,     // value = pc of the user frame (kUser) or the matching frame (kFrame)
+    kFrame,     // value = pc of the user frame (kUser), the matching frame (kFrame) or the Python frame (kPython)
     kFallback,  // value = pc of the innermost frame outside the runtime: the stack has no user/matching frame
   };
   Kind kind = Kind::kStack;
@@ -55,8 +56,8 @@ struct GroupKey {
 
 struct StackKeyInfo {
   GroupKey key;
-  // The frame a report shows as the group's user frame: the innermost user frame (user, stack) or the innermost
-  // matching frame (frame=RE); none when the stack has no such frame.
+  // The frame a report shows as the group's user frame: the innermost user frame (user, stack), the innermost
+  // matching frame (frame=RE) or the innermost Python frame (python); none when the stack has no such frame.
   std::optional<uint64_t> user_frame;
   // The innermost frame outside the runtime and the marker (none when the stack has only runtime frames).
   std::optional<uint64_t> outer_frame;

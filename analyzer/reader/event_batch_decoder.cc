@@ -22,9 +22,68 @@ absl::Status CheckPerRowOrConstant(const char* column, size_t have, size_t rows)
                                           " rows (want one per row, or exactly one)"));
 }
 
+// Expands `values` (one per run) with `runs` (their lengths) into `out`, one per row.
+template <typename T>
+absl::Status ExpandRuns(const char* column, absl::Span<const T> values, absl::Span<const uint32_t> runs,
+                        size_t rows, std::vector<T>* out) {
+  if (values.size() != runs.size()) {
+    return absl::DataLossError(absl::StrCat("event batch column ", column, " has ", values.size(),
+                                            " entries for ", runs.size(), " runs"));
+  }
+  uint64_t total = 0;
+  for (uint32_t r : runs) total += r;
+  if (total != rows) {
+    return absl::DataLossError(
+        absl::StrCat("event batch column ", column, " runs cover ", total, " rows of a batch of ", rows));
+  }
+  out->clear();
+  out->reserve(rows);
+  for (size_t i = 0; i < runs.size(); ++i) out->insert(out->end(), runs[i], values[i]);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status DecodeEventBatch(const BatchColumns& c, std::vector<Event>* out, size_t* rows_out) {
+  DecodeScratch scratch;
+  return DecodeEventBatch(c, &scratch, out, rows_out);
+}
+
+absl::Status DecodeEventBatch(const BatchColumns& given, DecodeScratch* scratch, std::vector<Event>* out,
+                              size_t* rows_out) {
+  // Version 2's compact forms become one entry per row first, so that the rules below are version 1's.
+  BatchColumns c = given;
+  const size_t batch_rows = c.api.size();
+  if (!c.thread_runs.empty()) {
+    if (absl::Status s = ExpandRuns("thread", c.thread, c.thread_runs, batch_rows, &scratch->thread); !s.ok()) {
+      return s;
+    }
+    c.thread = scratch->thread;
+  }
+  if (!c.device_runs.empty()) {
+    if (absl::Status s = ExpandRuns("device", c.device, c.device_runs, batch_rows, &scratch->device); !s.ok()) {
+      return s;
+    }
+    c.device = scratch->device;
+  }
+  if (c.format_version >= 2 && batch_rows > 0) {
+    size_t with_stack = 0;
+    for (uint32_t api : c.api) {
+      const format::ApiInfo* info = LookupApi(api);
+      with_stack += info != nullptr && info->has_stack ? 1 : 0;
+    }
+    if (c.stack.size() != with_stack && !(c.stack.size() == 1 && with_stack > 0) &&
+        !(c.stack.empty() && with_stack == 0)) {
+      return CountError("stack", c.stack.size(), with_stack, "rows with a stack");
+    }
+    scratch->stack.assign(batch_rows, 0);
+    for (size_t i = 0, k = 0; i < batch_rows; ++i) {
+      const format::ApiInfo* info = LookupApi(c.api[i]);
+      if (info == nullptr || !info->has_stack) continue;
+      scratch->stack[i] = c.stack[c.stack.size() == 1 ? 0 : k++];
+    }
+    c.stack = scratch->stack;
+  }
   const size_t rows = c.api.size();
   *rows_out = 0;
   if (c.time_delta_ns.size() != rows) return CountError("time_delta_ns", c.time_delta_ns.size(), rows, "rows");

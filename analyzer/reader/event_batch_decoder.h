@@ -38,6 +38,16 @@ struct BatchColumns {
   absl::Span<const uint64_t> aux;
   absl::Span<const FailureColumn> failures;
   absl::Span<const uint32_t> cupti_rows;  // rows seen only by CUPTI
+  absl::Span<const uint32_t> thread_runs;  // version 2: run lengths of `thread` (empty: not run-length coded)
+  absl::Span<const uint32_t> device_runs;
+  uint32_t format_version = 1;             // the header's: 2 = the stack column covers only rows with a stack
+};
+
+// Where DecodeEventBatch expands run-length and stack-row columns to one entry per row; reused across batches.
+struct DecodeScratch {
+  std::vector<uint32_t> thread;
+  std::vector<int32_t> device;
+  std::vector<uint64_t> stack;
 };
 
 // Decodes every row of `columns` into (*out)[0, *rows). `out` only grows, so that a reused vector costs nothing per
@@ -46,6 +56,8 @@ struct BatchColumns {
 // format version). Returns an error (without the file name: the caller adds it and the byte offset) naming the
 // column whose entry count breaks the rules.
 absl::Status DecodeEventBatch(const BatchColumns& columns, std::vector<Event>* out, size_t* rows);
+absl::Status DecodeEventBatch(const BatchColumns& columns, DecodeScratch* scratch, std::vector<Event>* out,
+                              size_t* rows);
 
 }  // namespace cumemtrace::analyzer
 

@@ -142,6 +142,8 @@ bool EventBatchWire::Parse(const uint8_t* p, size_t size) {
   for (auto* v : {&size_, &stack_, &stream_, &aux_}) v->set_size(0);
   api_.set_size(0);
   cupti_rows_.set_size(0);
+  thread_runs_.set_size(0);
+  device_runs_.set_size(0);
   thread_.set_size(0);
   device_.set_size(0);
   const auto u64 = [](uint64_t v) { return v; };
@@ -162,7 +164,7 @@ bool EventBatchWire::Parse(const uint8_t* p, size_t size) {
       }
       continue;
     }
-    if (field < ef::kSeqDelta || field > ef::kCuptiRows) {
+    if (field < ef::kSeqDelta || (field > ef::kCuptiRows && field != ef::kThreadRuns && field != ef::kDeviceRuns)) {
       if (!Skip(type, p, end)) return false;
       continue;
     }
@@ -193,6 +195,8 @@ bool EventBatchWire::Parse(const uint8_t* p, size_t size) {
       case ef::kStream: ok = PackedColumn(value, value_end, &stream_, u64); break;
       case ef::kAux: ok = PackedColumn(value, value_end, &aux_, u64); break;
       case ef::kCuptiRows: ok = PackedColumn(value, value_end, &cupti_rows_, u32); break;
+      case ef::kThreadRuns: ok = PackedColumn(value, value_end, &thread_runs_, u32); break;
+      case ef::kDeviceRuns: ok = PackedColumn(value, value_end, &device_runs_, u32); break;
     }
     if (!ok) return false;
   }
@@ -208,6 +212,8 @@ bool EventBatchWire::Parse(const uint8_t* p, size_t size) {
   columns_.aux = aux_.span();
   columns_.failures = failures_;
   columns_.cupti_rows = cupti_rows_.span();
+  columns_.thread_runs = thread_runs_.span();
+  columns_.device_runs = device_runs_.span();
   return true;
 }
 

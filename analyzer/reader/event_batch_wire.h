@@ -61,6 +61,8 @@ class EventBatchWire {
   PodBuffer<uint64_t> stream_;
   PodBuffer<uint64_t> aux_;
   PodBuffer<uint32_t> cupti_rows_;
+  PodBuffer<uint32_t> thread_runs_;
+  PodBuffer<uint32_t> device_runs_;
   std::vector<FailureColumn> failures_;
   BatchColumns columns_;
 };

@@ -133,6 +133,8 @@ class Reader {
   pb::EventBatch batch_;
   EventBatchWire wire_;
   std::vector<Event> decoded_;
+  DecodeScratch scratch_;
+  uint32_t format_version_ = 1;  // the header's
   std::vector<FailureColumn> failures_;
   ReorderWindow window_;
   uint64_t size_at_open_ = 0;
@@ -282,6 +284,7 @@ absl::Status Reader::ReadHeaderPacket() {
   }
   TraceHeader header;
   Convert(h, &header);
+  format_version_ = h.format_version();
   ++stats_.packets;
   visitor_.OnHeader(header);
   file_->Consume(size);
@@ -483,12 +486,18 @@ absl::Status Reader::HandleEvents(const pb::EventBatch& b, uint64_t offset) {
   c.aux = AsSpan(b.aux());
   c.failures = failures_;
   c.cupti_rows = AsSpan(b.cupti_rows());
+  c.thread_runs = AsSpan(b.thread_runs());
+  c.device_runs = AsSpan(b.device_runs());
   return HandleColumns(c, offset);
 }
 
-absl::Status Reader::HandleColumns(const BatchColumns& columns, uint64_t offset) {
+absl::Status Reader::HandleColumns(const BatchColumns& given, uint64_t offset) {
+  BatchColumns columns = given;
+  columns.format_version = format_version_;
   size_t rows = 0;
-  if (absl::Status s = DecodeEventBatch(columns, &decoded_, &rows); !s.ok()) return Corrupt(offset, s.message());
+  if (absl::Status s = DecodeEventBatch(columns, &scratch_, &decoded_, &rows); !s.ok()) {
+    return Corrupt(offset, s.message());
+  }
   for (size_t i = 0; i < rows; ++i) {
     const Event& e = decoded_[i];
     if (e.info == nullptr) {

@@ -175,6 +175,7 @@ void WriteHealth(JsonWriter& w, const Overview& o) {
   w.Member("failed_allocations", o.model.failed_allocations);
   w.Member("failed_frees", o.model.failed_frees);
   w.Member("unmatched_frees", o.model.unmatched_frees);
+  if (o.allocator_layer) w.Member("predating_torch_frees", o.model.predating_torch_frees);
   w.Member("overwritten_allocations", o.model.overwritten);
   // The preload's own counters, from the trailer; null without one.
   const TrailerInfo& t = info.trailer;

@@ -5,6 +5,7 @@
 #include "analyzer/render/json_common.h"
 #include "analyzer/render/json_owners.h"
 #include "analyzer/render/phases_render.h"
+#include "analyzer/render/json_torch.h"
 
 namespace cumemtrace::analyzer {
 namespace {
@@ -41,6 +42,7 @@ void WritePeaks(JsonWriter& w, const PeakReport& r) {
   for (const PeakSection& s : r.device_totals) WritePeakSection(w, s);
   w.EndArray();
   WritePhasesJson(w, r.phases, r.start_ns);
+  WriteTorchPeaksJson(w, r);
 }
 
 void WriteLeaks(JsonWriter& w, const LeakReport& r) {
@@ -56,6 +58,7 @@ void WriteLeaks(JsonWriter& w, const LeakReport& r) {
     w.Key("stack");
     WriteStack(w, e.frames);
     WriteLabel(w, e.label);
+    if (r.torch_layer.present) w.Member("cached_by_pytorch", e.pytorch_cache);
     w.Key("growth");
     w.BeginArray();
     for (uint64_t b : e.growth) w.Uint(b);
@@ -82,6 +85,7 @@ void WriteLeaks(JsonWriter& w, const LeakReport& r) {
   w.Member("stack_groups", r.group_count);
   w.Member("clean_end", r.clean_end);
   w.EndObject();
+  WriteTorchLeaksJson(w, r);
 }
 
 void WriteOoms(JsonWriter& w, const OomReport& r) {
@@ -134,10 +138,12 @@ void WriteOoms(JsonWriter& w, const OomReport& r) {
     w.Member("stack_groups", o.group_count);
     w.Member("other_bytes", o.other_bytes);
     w.Member("other_count", o.other_count);
+    if (o.has_verdict) WriteVerdictJson(w, o.verdict);
     w.EndObject();
   }
   w.EndArray();
   w.Member("oom_count", r.total);
+  WriteTorchOomsJson(w, r);
 }
 
 void WritePinned(JsonWriter& w, const PinnedReport& r) {

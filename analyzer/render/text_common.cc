@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -126,6 +127,66 @@ std::string GroupLabelText(const GroupLabel& label, uint64_t stack_id) {
     absl::StrAppend(&out, "  (stack #", stack_id, ")");
   }
   return out;
+}
+
+void AppendGroups(const std::vector<ResolvedGroup>& groups, uint64_t other_bytes, uint64_t other_count,
+                  uint64_t group_count, std::string* out) {
+  for (const ResolvedGroup& g : groups) {
+    absl::StrAppendFormat(out, "  %10s %6.1f%%  %-16s  %s\n", HumanBytes(g.bytes), g.share * 100.0,
+                          Plural(g.count, "allocation", "allocations"), GroupLabelText(g.label, g.stack_id));
+    AppendStack(g.frames, g.view, "        ", out);
+  }
+  if (other_count != 0 && group_count > groups.size()) {
+    absl::StrAppendFormat(out, "  %10s in %s from %s more\n", HumanBytes(other_bytes),
+                          Plural(other_count, "allocation", "allocations"),
+                          Plural(group_count - groups.size(), "group", "groups"));
+  }
+}
+
+namespace {
+
+// A C++ function's name without its parameter list: "at::detail::empty_cuda(c10::ArrayRef<long>, ...)" ->
+// "at::detail::empty_cuda" ("(anonymous namespace)" is part of the name).
+std::string WithoutParameters(const std::string& name) {
+  constexpr std::string_view kAnonymous = "(anonymous namespace)";
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] != '(' || i == 0) continue;
+    if (std::string_view(name).substr(i, kAnonymous.size()) == kAnonymous) {
+      i += kAnonymous.size() - 1;
+      continue;
+    }
+    return name.substr(0, i);
+  }
+  return name;
+}
+
+}  // namespace
+
+std::string PythonFrameText(const Frame& f) {
+  std::string where = f.file.empty() ? std::string("??") : Printable(std::string(ShortPath(f.file)));
+  if (f.line != 0) absl::StrAppend(&where, ":", f.line);
+  return absl::StrCat(Printable(f.function), " (", where, ")");
+}
+
+void AppendStack(const std::vector<Frame>& frames, const StackView& view, const std::string& indent,
+                 std::string* out) {
+  if (!view.python) {
+    AppendFrames(frames, frames.size(), indent, out);
+    return;
+  }
+  for (const Frame& f : view.python_frames) absl::StrAppend(out, indent, PythonFrameText(f), "\n");
+  if (view.more_python != 0) {
+    absl::StrAppend(out, indent, "... ", Plural(view.more_python, "more Python frame", "more Python frames"), "\n");
+  }
+  if (view.native_frames == 0) return;
+  std::string fold = absl::StrCat("[", Plural(view.native_frames, "native frame", "native frames"));
+  if (!view.native_first.empty()) {
+    const std::string first = WithoutParameters(view.native_first);
+    const std::string last = WithoutParameters(view.native_last);
+    absl::StrAppend(&fold, ": ", Printable(first));
+    if (last != first) absl::StrAppend(&fold, " ... ", Printable(last));
+  }
+  absl::StrAppend(out, indent, fold, "]\n");
 }
 
 void AppendFrames(const std::vector<Frame>& frames, size_t max, const std::string& indent, std::string* out) {

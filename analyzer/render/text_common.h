@@ -28,6 +28,15 @@ std::string FrameText(const Frame& frame);
 // Appends up to `max` lines of frames, each prefixed by `indent`; consecutive unnamed frames of one module share a
 // line; "(no stack)" for an empty stack.
 void AppendFrames(const std::vector<Frame>& frames, size_t max, const std::string& indent, std::string* out);
+// A Python frame as a PyTorch user reads it: "GPT2Attention.forward (transformers/models/gpt2/modeling_gpt2.py:212)".
+std::string PythonFrameText(const Frame& frame);
+// Appends a stack: its Python-first view (StackView) when it has Python frames, with the native frames folded
+// into one line; else the frames as AppendFrames lays them out.
+void AppendStack(const std::vector<Frame>& frames, const StackView& view, const std::string& indent,
+                 std::string* out);
+// Appends groups, each "  bytes share count label" with its stack, and a line for the groups not listed.
+void AppendGroups(const std::vector<ResolvedGroup>& groups, uint64_t other_bytes, uint64_t other_count,
+                  uint64_t group_count, std::string* out);
 // What a group is keyed by, for the line that heads it: "at train.py:37 train_step", "no user frame; in
 // c10::...  (libc10_cuda.so)" or "stack #12", with "(3 stacks, the largest #12)" when it merged several.
 std::string GroupLabelText(const GroupLabel& label, uint64_t stack_id);

@@ -12,6 +12,7 @@
 #include "analyzer/render/phases_render.h"
 #include "analyzer/render/text_common.h"
 #include "analyzer/render/text_owners.h"
+#include "analyzer/render/text_torch.h"
 
 namespace cumemtrace::analyzer {
 namespace {
@@ -76,20 +77,6 @@ std::vector<const PeakSection*> OrderedSections(const PeakReport& r, bool with_t
   return out;
 }
 
-void AppendGroups(const std::vector<ResolvedGroup>& groups, uint64_t other_bytes, uint64_t other_count,
-                  uint64_t group_count, std::string* out) {
-  for (const ResolvedGroup& g : groups) {
-    absl::StrAppendFormat(out, "  %10s %6.1f%%  %-16s  %s\n", HumanBytes(g.bytes), g.share * 100.0,
-                          Plural(g.count, "allocation", "allocations"), GroupLabelText(g.label, g.stack_id));
-    AppendFrames(g.frames, g.frames.size(), kFrameIndent, out);
-  }
-  if (other_count != 0 && group_count > groups.size()) {
-    absl::StrAppendFormat(out, "  %10s in %s from %s more\n", HumanBytes(other_bytes),
-                          Plural(other_count, "allocation", "allocations"),
-                          Plural(group_count - groups.size(), "group", "groups"));
-  }
-}
-
 void AppendPeakSection(const PeakSection& s, std::string* out) {
   const std::string kind = s.series == kDeviceTotalSeries ? std::string("total device memory") : s.kind;
   absl::StrAppendFormat(out, "%s, %s: peak %s at %s, %s live (at the end: %s in %d)\n", DeviceName(s.device), kind,
@@ -141,8 +128,9 @@ void AppendOom(const OomEntry& o, bool details, std::string* out) {
                         o.live_is_host ? "host memory" : absl::StrCat("on ", DeviceName(o.device)),
                         HumanBytes(o.live_bytes), Plural(o.live_count, "allocation", "allocations"));
   if (!o.phase.empty()) absl::StrAppend(out, "  in phase ", Printable(o.phase), "\n");
+  if (o.has_verdict) absl::StrAppend(out, "  PyTorch's allocator asked: ", VerdictText(o.verdict, {}), "\n");
   absl::StrAppend(out, "  requested by thread ", ThreadLabel(o.thread, o.thread_name), " at\n");
-  AppendFrames(o.stack, o.stack.size(), kFrameIndent, out);
+  AppendStack(o.stack, o.view, kFrameIndent, out);
   if (details && o.snapshot_taken && !o.live_by_stack.empty()) {
     absl::StrAppend(out, "  live then, by group:\n");
     AppendGroups(o.live_by_stack, o.other_bytes, o.other_count, o.group_count, out);
@@ -157,12 +145,13 @@ std::string GrowthText(const std::array<uint64_t, kGrowthPoints>& growth) {
 
 void AppendLeakEntries(const LeakReport& r, std::string* out) {
   for (const LeakEntry& e : r.top) {
-    absl::StrAppendFormat(out, "  %10s  %-16s  %s, %s  %s\n", HumanBytes(e.bytes),
+    absl::StrAppendFormat(out, "  %10s  %-16s  %s, %s  %s%s\n", HumanBytes(e.bytes),
                           Plural(e.count, "allocation", "allocations"), DeviceName(e.device), e.kind,
-                          GroupLabelText(e.label, e.stack_id));
+                          GroupLabelText(e.label, e.stack_id),
+                          e.pytorch_cache ? "  [cached by PyTorch: not a leak]" : "");
     absl::StrAppend(out, kFrameIndent, "live at each quarter of the run: ", GrowthText(e.growth), "\n");
     if (!e.phase.empty()) absl::StrAppend(out, kFrameIndent, "allocated in phase ", Printable(e.phase), "\n");
-    AppendFrames(e.frames, e.frames.size(), kFrameIndent, out);
+    AppendStack(e.frames, e.view, kFrameIndent, out);
   }
   if (r.group_count > r.top.size()) {
     absl::StrAppendFormat(out, "  ... and %s more\n", Plural(r.group_count - r.top.size(), "group", "groups"));
@@ -240,7 +229,7 @@ void AppendSpike(const PinnedSpike& s, std::string* out) {
                         HumanBytes(s.rise_bytes), Seconds(s.start_ns), Seconds(s.end_ns), HumanBytes(s.start_bytes),
                         HumanBytes(s.max_bytes), ThreadLabel(s.thread, s.thread_name), HumanBytes(s.allocated_bytes),
                         GroupLabelText(s.label, s.stack_id));
-  AppendFrames(s.stack, s.stack.size(), kFrameIndent, out);
+  AppendStack(s.stack, s.view, kFrameIndent, out);
 }
 
 void AppendHealth(const Overview& o, std::string* out) {
@@ -250,6 +239,10 @@ void AppendHealth(const Overview& o, std::string* out) {
     absl::StrAppendFormat(out, ", %d with an unknown api skipped", info.stats.unknown_api_events);
   }
   if (o.model.unmatched_frees != 0) absl::StrAppendFormat(out, ", %d frees of nothing live", o.model.unmatched_frees);
+  if (o.model.predating_torch_frees != 0) {
+    absl::StrAppendFormat(out, ", %d PyTorch blocks freed that were allocated before the tracker was attached",
+                          o.model.predating_torch_frees);
+  }
   if (o.model.overwritten != 0) {
     absl::StrAppendFormat(out, ", %d allocations at an address already live", o.model.overwritten);
   }
@@ -284,12 +277,15 @@ std::string PeakText(const Overview& o, const PeakReport& r) {
   AppendPeakTable(r, &out);
   AppendPhasesText(r.phases, r.start_ns, &out);
   for (const PeakSection* s : OrderedSections(r, true, false)) AppendPeakSection(*s, &out);
+  AppendTorchLayerNote(r.torch_layer, &out);
+  AppendTorchPeaks(r.torch, true, &out);
   return out;
 }
 
 std::string LeaksText(const Overview& o, const LeakReport& r) {
   std::string out;
   AppendTraceLine(o, &out);
+  if (r.torch_layer.present) out += TorchLeakDiagnosis(r);
   out += LeakDiagnosis(r);
   out += "\n";
   out += LeakHeadline(r);
@@ -304,10 +300,23 @@ std::string LeaksText(const Overview& o, const LeakReport& r) {
 std::string OomText(const Overview& o, const OomReport& r) {
   std::string out;
   AppendTraceLine(o, &out);
-  if (r.total == 0) {
+  if (r.total == 0 && r.torch_total == 0) {
     absl::StrAppend(&out, "No failed allocations.\n");
     return out;
   }
+  if (!r.torch_ooms.empty()) {
+    const TorchOomEntry& last = r.torch_ooms.back();
+    absl::StrAppend(&out, DeviceName(last.device), ": PyTorch ran out of memory: ",
+                    VerdictText(last.verdict, last.tensors), "\n");
+    AppendTorchLayerNote(r.torch_layer, &out);
+    absl::StrAppend(&out, "\n", Plural(r.torch_total, "OOM in PyTorch's allocator", "OOMs in PyTorch's allocator"),
+                    "\n\n");
+    for (const TorchOomEntry& t : r.torch_ooms) {
+      AppendTorchOom(t, true, &out);
+      out.push_back('\n');
+    }
+  }
+  if (r.total == 0) return out;
   if (!r.ooms.empty()) out += OomDiagnosis(r.ooms.back());
   if (r.total > 1 && !r.ooms.empty()) absl::StrAppend(&out, "(that was the last of them)\n");
   out += "\n";
@@ -352,19 +361,28 @@ std::string SummaryText(const Overview& o, const SummaryReport& r) {
   AppendPeakTable(r.peak, &out);
   AppendPhasesText(r.peak.phases, r.peak.start_ns, &out);
   for (const PeakSection* s : OrderedSections(r.peak, false, false)) AppendPeakSection(*s, &out);
+  AppendTorchLayerNote(r.peak.torch_layer, &out);
+  AppendTorchPeaks(r.peak.torch, false, &out);
   AppendOwnersText(r, &out);
   AppendDriverMemoryText(r, &out);
 
+  if (r.leaks.torch_layer.present) out += TorchLeakDiagnosis(r.leaks);
   out += LeakHeadline(r.leaks);
   if (!r.leaks.top.empty()) {
     const LeakEntry& e = r.leaks.top.front();
     absl::StrAppendFormat(&out, "  the largest: %s in %s (%s, %s), %s; live at each quarter: %s\n",
                           HumanBytes(e.bytes), Plural(e.count, "allocation", "allocations"), DeviceName(e.device),
                           e.kind, GroupLabelText(e.label, e.stack_id), GrowthText(e.growth));
-    AppendFrames(e.frames, e.frames.size(), kFrameIndent, &out);
+    AppendStack(e.frames, e.view, kFrameIndent, &out);
   }
   out.push_back('\n');
 
+  if (!r.ooms.torch_ooms.empty()) {
+    absl::StrAppendFormat(&out, "PyTorch's allocator ran out of memory %s; the last:\n",
+                          Plural(r.ooms.torch_total, "time", "times"));
+    AppendTorchOom(r.ooms.torch_ooms.back(), false, &out);
+    out.push_back('\n');
+  }
   if (r.ooms.total == 0) {
     absl::StrAppend(&out, "Failed allocations: none\n\n");
   } else {

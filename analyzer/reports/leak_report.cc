@@ -15,6 +15,21 @@ LeakReport BuildLeakReport(const Analysis& a, const ReportOptions& options, Fram
     r.memory_bytes += t.bytes;
     r.memory_count += t.count;
   }
+  r.torch_layer = BuildTorchLayerSummary(a);
+  for (const TorchDeviceResult& d : a.allocator.devices) {
+    r.tensor_count += d.at_end.allocations;
+    r.tensor_allocated_bytes += d.at_end.allocated_bytes;
+    r.pytorch_reserved_bytes += d.at_end.reserved_bytes;
+    r.pytorch_cached_bytes += d.at_end.reserved_bytes > d.at_end.allocated_bytes
+                                  ? d.at_end.reserved_bytes - d.at_end.allocated_bytes
+                                  : 0;
+  }
+  for (const LeakTotal& t : a.leak_totals) {
+    if (t.kind == format::Kind::kTorchBlock) r.tensor_requested_bytes += t.bytes;
+  }
+  for (const LeakGroup& g : a.leaks) {
+    if (g.pytorch_cache) r.pytorch_cache_driver_bytes += g.bytes;
+  }
   const size_t n = std::min(a.leaks.size(), options.top);
   for (size_t i = 0; i < n; ++i) {
     const LeakGroup& g = a.leaks[i];
@@ -25,6 +40,8 @@ LeakReport BuildLeakReport(const Analysis& a, const ReportOptions& options, Fram
     e.count = g.count;
     e.stack_id = g.stack;
     e.frames = resolver.ResolveStack(g.stack, options.frames);
+    e.view = MakeStackView(g.stack, options, resolver, a.grouper.get());
+    e.pytorch_cache = g.pytorch_cache;
     e.label = LabelGroup(g.key, g.stack, g.stacks, a.grouper.get(), resolver);
     e.growth = g.growth;
     e.phase = g.phase;

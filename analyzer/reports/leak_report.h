@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analyzer/reports/report_common.h"
+#include "analyzer/reports/torch_report.h"
 
 namespace cumemtrace::analyzer {
 
@@ -20,8 +21,10 @@ struct LeakEntry {
   uint64_t stack_id = 0;  // the group's largest stack
   std::vector<Frame> frames;
   GroupLabel label;
+  StackView view;
   std::array<uint64_t, kGrowthPoints> growth{};  // see LeakGroup::growth
   std::string phase;  // the phase its allocations were made in (LeakGroup::phase), "" for none
+  bool pytorch_cache = false;  // see LeakGroup::pytorch_cache
 };
 
 struct LeakReport {
@@ -31,6 +34,15 @@ struct LeakReport {
   uint64_t memory_count = 0;
   uint64_t group_count = 0;            // all groups
   bool clean_end = false;              // the trace has a trailer: "live at the end" means "never freed"
+  // With PyTorch's allocator layer: its tensors live at the end (the leak candidates) apart from the cache it
+  // kept (segments still reserved at exit: not a leak).
+  TorchLayerSummary torch_layer;
+  uint64_t tensor_count = 0;            // live tensors at the end (every device)
+  uint64_t tensor_requested_bytes = 0;  // their bytes asked for
+  uint64_t tensor_allocated_bytes = 0;  // their extents (allocated_bytes.all.current)
+  uint64_t pytorch_reserved_bytes = 0;  // reserved_bytes.all.current at the end
+  uint64_t pytorch_cached_bytes = 0;    // reserved - allocated at the end: the cache PyTorch kept
+  uint64_t pytorch_cache_driver_bytes = 0;  // live driver memory in groups marked pytorch_cache
 };
 
 LeakReport BuildLeakReport(const Analysis& analysis, const ReportOptions& options, FrameResolver& resolver);

@@ -30,6 +30,7 @@ OomReport BuildOomReport(const Analysis& a, const ReportOptions& options, FrameR
     o.thread_name = a.info.ThreadName(e.thread);
     o.stack_id = e.stack;
     o.stack = resolver.ResolveStack(e.stack, options.frames);
+    o.view = MakeStackView(e.stack, options, resolver, a.grouper.get());
     if (a.grouper != nullptr) o.request = LabelGroup(a.grouper->KeyOf(e.stack), e.stack, 1, a.grouper.get(), resolver);
     o.snapshot_taken = rec.live_by_stack.taken;
     if (o.snapshot_taken) {
@@ -43,7 +44,33 @@ OomReport BuildOomReport(const Analysis& a, const ReportOptions& options, FrameR
         o.other_count -= g.count;
       }
     }
+    if (rec.has_torch) {
+      o.has_verdict = true;
+      o.verdict = JudgeOom(e.size, e.has_mem_info, e.free_bytes, e.total_bytes, rec.torch,
+                           a.allocator.config.expandable_segments);
+    }
     r.ooms.push_back(std::move(o));
+  }
+  r.torch_layer = BuildTorchLayerSummary(a);
+  r.torch_total = a.allocator.oom_count;
+  for (const TorchOomRecord& rec : a.allocator.ooms) {
+    TorchOomEntry t;
+    t.seq = rec.event.seq;
+    t.time_ns = a.info.Relative(rec.event.time_ns);
+    t.device = rec.event.device;
+    t.stream = rec.event.stream;
+    t.thread = rec.event.thread;
+    t.thread_name = a.info.ThreadName(rec.event.thread);
+    t.verdict = JudgeOom(rec.event.size, true, rec.event.aux, rec.device_total_bytes, rec.at,
+                         a.allocator.config.expandable_segments);
+    t.tensors = ResolveGroups(rec.tensors.groups, rec.tensors.total_bytes, options, resolver, a.grouper.get());
+    t.tensor_groups = rec.tensors.group_count;
+    OtherThan(rec.tensors, t.tensors, &t.tensor_other_bytes, &t.tensor_other_count);
+    t.tensors_by_python = ResolveGroups(rec.tensors_by_python.groups, rec.tensors_by_python.total_bytes, options,
+                                        resolver, a.python_grouper.get());
+    t.python_groups = rec.tensors_by_python.group_count;
+    OtherThan(rec.tensors_by_python, t.tensors_by_python, &t.python_other_bytes, &t.python_other_count);
+    r.torch_ooms.push_back(std::move(t));
   }
   return r;
 }

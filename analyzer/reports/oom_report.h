@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/reports/oom_verdict.h"
 #include "analyzer/reports/report_common.h"
+#include "analyzer/reports/torch_report.h"
 
 namespace cumemtrace::analyzer {
 
@@ -32,6 +34,7 @@ struct OomEntry {
   std::string thread_name;
   uint64_t stack_id = 0;
   std::vector<Frame> stack;
+  StackView view;
   GroupLabel request;  // the request's own stack: its user frame, and the group it would join
   bool snapshot_taken = false;
   std::vector<ResolvedGroup> live_by_stack;  // by group (see --group-by)
@@ -39,11 +42,36 @@ struct OomEntry {
   uint64_t other_bytes = 0;  // live in stacks not listed
   uint64_t other_count = 0;
   std::string phase;  // the phase running on the failing thread (or anywhere), "" for none
+  // PyTorch's caching allocator asked (the trace has its layer): its state then, and the verdict.
+  bool has_verdict = false;
+  OomVerdict verdict;
+};
+
+// A TORCH_OOM: PyTorch's caching allocator gave up (after releasing what cache it could).
+struct TorchOomEntry {
+  uint64_t seq = 0;
+  int64_t time_ns = 0;  // relative
+  int32_t device = 0;
+  uint64_t stream = 0;
+  uint64_t thread = 0;
+  std::string thread_name;
+  OomVerdict verdict;  // request = the rounded size the allocator looked for
+  std::vector<ResolvedGroup> tensors;  // live tensors (extents) by group (see --group-by)
+  uint64_t tensor_groups = 0;
+  uint64_t tensor_other_bytes = 0;
+  uint64_t tensor_other_count = 0;
+  std::vector<ResolvedGroup> tensors_by_python;  // ... by innermost Python frame
+  uint64_t python_groups = 0;
+  uint64_t python_other_bytes = 0;
+  uint64_t python_other_count = 0;
 };
 
 struct OomReport {
   std::vector<OomEntry> ooms;  // in replay order
   uint64_t total = 0;          // failed allocations in the trace (ooms may hold fewer: see AnalyzeOptions)
+  TorchLayerSummary torch_layer;
+  std::vector<TorchOomEntry> torch_ooms;  // in replay order
+  uint64_t torch_total = 0;
 };
 
 OomReport BuildOomReport(const Analysis& analysis, const ReportOptions& options, FrameResolver& resolver);

@@ -46,6 +46,8 @@ PeakReport BuildPeakReport(const Analysis& a, const ReportOptions& options, Fram
       report.peaks.push_back(std::move(s));
     }
   }
+  report.torch_layer = BuildTorchLayerSummary(a);
+  report.torch = BuildTorchPeaks(a, options, resolver);
   return report;
 }
 

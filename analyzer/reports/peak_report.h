@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analyzer/reports/report_common.h"
+#include "analyzer/reports/torch_report.h"
 
 namespace cumemtrace::analyzer {
 
@@ -35,6 +36,8 @@ struct PeakReport {
   std::vector<PeakSection> device_totals;  // one per device with device memory (kind "total")
   PhaseResults phases;                     // peak per NVTX phase, the --phase / --window filter
   int64_t start_ns = 0;                    // the trace's start, for the phases' times
+  TorchLayerSummary torch_layer;
+  std::vector<TorchPeakSection> torch;     // PyTorch's allocator per device (empty without its layer)
 };
 
 PeakReport BuildPeakReport(const Analysis& analysis, const ReportOptions& options, FrameResolver& resolver);

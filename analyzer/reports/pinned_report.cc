@@ -39,6 +39,7 @@ PinnedReport BuildPinnedReport(const Analysis& a, const ReportOptions& options, 
     s.stack_id = w->top_stack;
     s.allocated_bytes = w->top_allocated_bytes;
     s.stack = resolver.ResolveStack(w->top_stack, options.frames);
+    s.view = MakeStackView(w->top_stack, options, resolver, a.grouper.get());
     s.label = LabelGroup(w->top_key, w->top_stack, w->top_stacks, a.grouper.get(), resolver);
     r.spikes.push_back(std::move(s));
   }

@@ -25,6 +25,7 @@ struct PinnedSpike {
   uint64_t stack_id = 0;
   uint64_t allocated_bytes = 0;         // by that thread and group of stacks
   std::vector<Frame> stack;             // of the group's largest stack
+  StackView view;
   GroupLabel label;
 };
 

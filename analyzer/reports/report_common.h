@@ -26,6 +26,22 @@ struct GroupLabel {
   std::optional<Frame> group_frame;  // the frame the group is keyed by (kFrame, kFallback); none for kStack
 };
 
+// A stack as a PyTorch user reads it: the Python frames first (the user's own, innermost first, then the
+// libraries'), and the native frames (the C++ dispatcher, the allocator, the CUDA runtime) folded into one line.
+// Only for stacks with Python frames; text renders it, JSON keeps the stack as recorded.
+struct StackView {
+  bool python = false;              // the stack has Python frames: render this view
+  std::vector<Frame> python_frames;  // user frames then library frames, each innermost first; at most `frames`
+  uint64_t more_python = 0;         // Python frames not listed
+  uint64_t native_frames = 0;       // native frames folded
+  std::string native_first;         // the innermost named native frame outside the runtime ("" if none)
+  std::string native_last;          // the outermost named native frame between it and the first Python frame
+};
+
+// The view of stack `stack` (empty when it has no Python frames, or `grouper` is null).
+StackView MakeStackView(uint64_t stack, const ReportOptions& options, FrameResolver& resolver,
+                        const StackGrouper* grouper);
+
 struct ResolvedGroup {
   uint64_t stack_id = 0;  // the group's largest stack
   uint64_t bytes = 0;
@@ -33,6 +49,7 @@ struct ResolvedGroup {
   double share = 0;  // bytes / the total the group is part of (0 when that total is 0)
   std::vector<Frame> frames;  // of stack_id
   GroupLabel label;
+  StackView view;  // of stack_id
 };
 
 // What the trace says about itself and about the tool that wrote it.
@@ -40,6 +57,7 @@ struct Overview {
   const TraceInfo* info = nullptr;
   ModelStats model;
   std::string group_by = "stack";  // GroupingName of the grouping the reports used
+  bool allocator_layer = false;    // the trace has PyTorch's caching-allocator layer
   const PhaseResults* phases = nullptr;  // for the --phase / --window line (null: none)
 };
 

@@ -475,6 +475,34 @@ TEST_F(EncoderConformance, TorchAllocatorEventsAttachAndCounters) {
   EXPECT_EQ(tr.allocator_ignored(), 16u);
 }
 
+// Format version 2: thread and device as runs when that is shorter; the stack column only over rows with a stack.
+TEST_F(EncoderConformance, RunsAndStackRows) {
+  std::vector<EventRecord> ev;
+  for (int i = 0; i < 20; ++i) {
+    ev.push_back(Event(100 + i, i, i % 2 == 0 ? Api::kTorchAlloc : Api::kTorchFree, 0x1000 + 0x100 * i, 64));
+    ev.back().thread = i < 12 ? 1 : 2;   // two runs: 12 + 8
+    ev.back().device = i < 19 ? 0 : 1;  // two runs: 19 + 1
+    ev.back().stack = i % 2 == 0 ? 10 + static_cast<uint64_t>(i) : 0;
+  }
+  ASSERT_TRUE(WriteEventBatch(&buffer_, ev.data(), ev.size()));
+  const auto b = OnlyPacket().events();
+  EXPECT_EQ(std::vector<uint32_t>(b.thread().begin(), b.thread().end()), (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(std::vector<uint32_t>(b.thread_runs().begin(), b.thread_runs().end()), (std::vector<uint32_t>{12, 8}));
+  EXPECT_EQ(std::vector<int32_t>(b.device().begin(), b.device().end()), (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(std::vector<uint32_t>(b.device_runs().begin(), b.device_runs().end()), (std::vector<uint32_t>{19, 1}));
+  ASSERT_EQ(b.stack_size(), 10);  // the ten torch.alloc rows; torch.free has no stack
+  EXPECT_EQ(b.stack(0), 10u);
+  EXPECT_EQ(b.stack(9), 28u);
+
+  // Many runs: one entry per row is shorter, and no run column is written.
+  buffer_.Clear();
+  for (size_t i = 0; i < ev.size(); ++i) ev[i].thread = static_cast<uint32_t>(i % 3);
+  ASSERT_TRUE(WriteEventBatch(&buffer_, ev.data(), ev.size()));
+  const auto c = OnlyPacket().events();
+  EXPECT_EQ(c.thread_size(), 20);
+  EXPECT_EQ(c.thread_runs_size(), 0);
+}
+
 // Every api of format.h's table has the same number in trace.proto's enum.
 TEST(FormatTable, ApiValuesMatchTheSchema) {
   for (const format::ApiInfo& info : format::kApiTable) {

@@ -17,6 +17,7 @@
 #include "analyzer/model/frame_resolver.h"
 #include "gtest/gtest.h"
 #include "proto/format.h"
+#include "tests/golden/golden_support.h"
 #include "tests/unit/analyzer/cli_runner.h"
 #include "tests/unit/analyzer/json_value.h"
 
@@ -25,31 +26,10 @@ namespace {
 
 using test::JsonValue;
 
-std::string Example(const std::string& name) { return std::string(CUMEMTRACE_EXAMPLES_DIR) + "/" + name; }
-
-JsonValue ParseOrFail(const std::string& text, const std::string& what) {
-  std::string error;
-  std::optional<JsonValue> v = JsonValue::Parse(text, &error);
-  EXPECT_TRUE(v.has_value()) << what << ": " << error;
-  return v.value_or(JsonValue());
-}
-
-// The truth JSON the workload wrote on the GPU machine.
-JsonValue Truth(const std::string& name) {
-  std::ifstream in(Example(name));
-  EXPECT_TRUE(in.good()) << "cannot read " << Example(name);
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseOrFail(text.str(), name);
-}
-
-// `cumem-analyze ARGS --json`: the report, parsed; a failure if the tool does not exit 0.
-JsonValue Report(std::vector<std::string> args) {
-  args.push_back("--json");
-  test::ToolResult r = test::Tool(args);
-  EXPECT_EQ(r.code, kExitOk) << r.err;
-  return ParseOrFail(r.out, args[0]);
-}
+using golden::Example;
+using golden::ParseOrFail;
+using golden::Report;
+using golden::Truth;
 
 // A positive integer of the truth (a missing or zero figure must not make a relation pass vacuously).
 uint64_t Positive(const JsonValue& v, const std::string& what) {

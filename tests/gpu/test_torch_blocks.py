@@ -84,6 +84,57 @@ def test_live_blocks_equal_snapshot(suite, row, workload, checkpoint):
         [b for b in snapshot if b not in trace][:5], [b for b in trace if b not in snapshot][:5])
 
 
+@pytest.mark.parametrize("workload", ["blocks_default", "blocks_expandable"])
+def test_analyzer_peaks_equal_pytorch(suite, row, workload):
+    """`peak --json`'s allocator layer: allocated (extents reconstructed), requested and reserved peaks ==
+    memory_stats() after training (nothing is allocated after the last checkpoint)"""
+    run = suite.run(workload)
+    d = run.analyze("peak")["allocator"]["devices"][0]
+    s = run.truth["checkpoints"][-1]["stats"]
+    oracle = [s["allocated_bytes.all.peak"], s["requested_bytes.all.peak"], s["reserved_bytes.all.peak"]]
+    measured = [d["allocated_peak_bytes"], d["requested_peak_bytes"], d["reserved_peak_bytes"]]
+    row(oracle, measured, "%s: allocated, requested, reserved peaks ==" % workload)
+    assert measured == oracle
+
+
+def test_fragmentation_oom_verdict(suite, row):
+    """fragmentation OOM: `oom --json` says fragmentation, with PyTorch's reserved-but-unallocated in bytes"""
+    run = suite.run("frag_oom")
+    ooms = run.analyze("oom").get("torch_ooms") or []
+    assert ooms, "no torch_ooms in the oom report"
+    v = ooms[0]["verdict"]
+    oracle = ["fragmentation", run.truth["request"], run.truth["reserved_minus_allocated_at_oom"]]
+    measured = [v["cause"], v["request_bytes"], v["reserved_unallocated_bytes"]]
+    row(oracle, measured, "cause, request, reserved - allocated ==")
+    assert measured == oracle
+
+
+def test_validation_oom_verdict(suite, row):
+    """validation OOM (story 1): the verdict's reserved-but-unallocated == PyTorch's figure at the failure, and the
+    tensors live then are named by the validation line"""
+    run = suite.run("story_oom")
+    ooms = run.analyze("oom").get("torch_ooms") or []
+    assert ooms, "no torch_ooms in the oom report"
+    stats = run.truth["memory_stats"]
+    top = (ooms[0].get("tensors") or [{}])[0].get("user_frame") or {}
+    oracle = [stats["reserved_bytes.all.current"] - stats["allocated_bytes.all.current"], run.truth["validation_line"]]
+    measured = [ooms[0]["verdict"]["reserved_unallocated_bytes"], top.get("line")]
+    row(oracle, measured, "reserved - allocated, line of the tensors live at the OOM ==")
+    assert measured == oracle, ooms[0]["verdict"]
+
+
+def test_slow_leak_cache_is_not_a_leak(suite, row):
+    """slow leak (story 3): PyTorch's reserved bytes == memory_stats(); its cache is flagged, not called a leak"""
+    run = suite.run("story_leak")
+    report = run.analyze("leaks")
+    a = report.get("allocator_leaks") or {}
+    flagged = any(l.get("cached_by_pytorch") for l in report.get("leaks") or [])
+    oracle = [run.truth["memory_stats"]["reserved_bytes.all.current"], True]
+    measured = [a.get("pytorch_reserved_bytes"), flagged]
+    row(oracle, measured, "PyTorch reserved, cache flagged ==")
+    assert measured == oracle
+
+
 def test_tracker_attached_at_first_segment(suite, row):
     """the trace says the tracker was attached at the allocator's first segment, with nothing ignored"""
     run = suite.run("blocks_default")

@@ -44,7 +44,8 @@ TEST_F(Cli, UsageErrorsExit2WithOneLine) {
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err,
             "cumem-analyze: unknown subcommand 'frobnicate' (one of: summary, peak, leaks, pinned, oom, events, "
-            "ranks, symbolize, redact, check, diff, folded, html, pprof, perfetto) (see cumem-analyze --help)\n");
+            "ranks, symbolize, redact, check, diff, folded, html, pprof, perfetto, torch-snapshot) (see "
+            "cumem-analyze --help)\n");
 }
 
 TEST_F(Cli, HelpAndVersion) {
@@ -53,7 +54,7 @@ TEST_F(Cli, HelpAndVersion) {
   EXPECT_EQ(r.out.rfind("usage: cumem-analyze [subcommand] TRACE.pb", 0), 0u);
   r = Tool({"--version"});
   EXPECT_EQ(r.code, 0);
-  EXPECT_NE(r.out.find("reads trace format versions up to 1"), std::string::npos);
+  EXPECT_NE(r.out.find("reads trace format versions up to 2"), std::string::npos);
 }
 
 TEST_F(Cli, BadInputExit1WithOneLine) {

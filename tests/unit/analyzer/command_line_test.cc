@@ -59,7 +59,10 @@ TEST(CommandLine, Errors) {
       {{"run.pb", "--top=-1"}, "--top takes a number from 0 to 1000000, not '-1'"},
       {{"run.pb", "--frames", "99999"}, "--frames takes a number from 0 to 4096, not '99999'"},
       {{"bogus", "run.pb"}, "unknown subcommand 'bogus' (one of: summary, peak, leaks, pinned, oom, events, "
-                                "ranks, symbolize, redact, check, diff, folded, html, pprof, perfetto)"},
+                                "ranks, symbolize, redact, check, diff, folded, html, pprof, perfetto, "
+                                "torch-snapshot)"},
+      {{"torch-snapshot", "run.pb"}, "torch-snapshot needs -o OUT"},
+      {{"torch-snapshot", "run.pb", "-o", "x.pickle", "--leaks"}, "--leaks is for folded and pprof"},
       {{"peak", "run.pb", "extra"}, "unexpected argument 'extra'"},
   };
   for (const auto& [args, message] : cases) {

@@ -93,5 +93,60 @@ TEST(EventBatchDecoder, ExtremeDeltasDoNotOverflow) {
   EXPECT_EQ(out[1].seq, 0u);  // first_seq + 1 wraps
 }
 
+// Format version 2: thread and device as runs, the stack column over the rows whose api has a stack only.
+TEST(EventBatchDecoder, Version2RunsAndStackRows) {
+  // torch.alloc, torch.free (no stack), torch.alloc, torch.segment_alloc (no stack), cudaMalloc
+  const std::vector<uint32_t> api = {80, 88, 80, 83, 40};
+  const std::vector<int64_t> zeros = {0, 0, 0, 0, 0};
+  const std::vector<uint64_t> size = {10, 20, 2097152, 30};
+  const std::vector<uint64_t> stream = {0, 0, 0};
+  const std::vector<uint64_t> stack = {7, 8, 9};
+  const std::vector<uint32_t> thread = {1, 2}, thread_runs = {2, 3};
+  const std::vector<int32_t> device = {0, -1};
+  const std::vector<uint32_t> device_runs = {4, 1};
+  BatchColumns c;
+  c.first_seq = 1;
+  c.time_delta_ns = zeros;
+  c.api = api;
+  c.address_delta = zeros;
+  c.size = size;
+  c.stream = stream;
+  c.stack = stack;
+  c.thread = thread;
+  c.thread_runs = thread_runs;
+  c.device = device;
+  c.device_runs = device_runs;
+  c.format_version = 2;
+  std::vector<Event> out;
+  size_t rows = 0;
+  DecodeScratch scratch;
+  ASSERT_TRUE(DecodeEventBatch(c, &scratch, &out, &rows).ok());
+  ASSERT_EQ(rows, 5u);
+  EXPECT_EQ((std::vector<uint64_t>{out[0].stack, out[1].stack, out[2].stack, out[3].stack, out[4].stack}),
+            (std::vector<uint64_t>{7, 0, 8, 0, 9}));
+  EXPECT_EQ((std::vector<uint32_t>{out[0].thread, out[1].thread, out[2].thread, out[3].thread, out[4].thread}),
+            (std::vector<uint32_t>{1, 1, 2, 2, 2}));
+  EXPECT_EQ((std::vector<int32_t>{out[0].device, out[1].device, out[2].device, out[3].device, out[4].device}),
+            (std::vector<int32_t>{0, 0, 0, 0, -1}));
+
+  // One stack entry: the same for every row that has one.
+  const std::vector<uint64_t> one = {5};
+  c.stack = one;
+  ASSERT_TRUE(DecodeEventBatch(c, &scratch, &out, &rows).ok());
+  EXPECT_EQ(out[1].stack, 0u);
+  EXPECT_EQ(out[4].stack, 5u);
+
+  // Runs that do not cover the batch, or a stack column of the wrong length, are errors naming the column.
+  const std::vector<uint32_t> short_runs = {2, 2};
+  c.thread_runs = short_runs;
+  EXPECT_EQ(DecodeEventBatch(c, &scratch, &out, &rows).message(),
+            "event batch column thread runs cover 4 rows of a batch of 5");
+  c.thread_runs = thread_runs;
+  const std::vector<uint64_t> two = {5, 6};
+  c.stack = two;
+  EXPECT_EQ(DecodeEventBatch(c, &scratch, &out, &rows).message(),
+            "event batch column stack has 2 entries for 3 rows with a stack");
+}
+
 }  // namespace
 }  // namespace cumemtrace::analyzer

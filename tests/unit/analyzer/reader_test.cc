@@ -119,12 +119,12 @@ TEST(ReaderErrors, HeaderCutOff) {
 
 TEST(ReaderErrors, NewerVersion) {
   format::Header h = TraceBuilder::DefaultHeader();
-  h.set_format_version(2);
-  const std::string path = TraceBuilder().Header(h).Write("v2.pb");
+  h.set_format_version(format::kFormatVersion + 1);
+  const std::string path = TraceBuilder().Header(h).Write("v3.pb");
   Recorder r;
   ReadStats stats;
   EXPECT_EQ(Read(path, &r, &stats).message(),
-            path + ": trace format version 2 is newer than this cumem-analyze reads (up to 1); upgrade cumem-analyze");
+            path + ": trace format version 3 is newer than this cumem-analyze reads (up to 2); upgrade cumem-analyze");
 }
 
 TEST(ReaderErrors, BadTag) {
@@ -193,7 +193,7 @@ TEST(ReaderErrors, ColumnCountMismatchNamesTheColumn) {
       {[](format::EventBatch& b) { b.add_stream(7); }, "event batch column stream has 1 entries for 0 rows with a stream"},
       {[](format::EventBatch& b) { b.add_aux(7); }, "event batch column aux has 1 entries for 0 rows with an aux value"},
       {[](format::EventBatch& b) { b.add_stack(1); },
-       "event batch column stack has 4 entries for 3 rows (want one per row, or exactly one)"},
+       "event batch column stack has 4 entries for 3 rows with a stack"},
       {[](format::EventBatch& b) { b.clear_thread(); },
        "event batch column thread has 0 entries for 3 rows (want one per row, or exactly one)"},
       {[](format::EventBatch& b) { b.add_device(0); },

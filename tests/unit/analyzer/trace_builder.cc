@@ -34,6 +34,16 @@ Ev Free(uint64_t seq, double t_ms, uint64_t address, format::Api api, int32_t de
   return e;
 }
 
+Ev Torch(uint64_t seq, double t_ms, format::Api api, uint64_t address, uint64_t size, uint64_t stack,
+         int32_t device, uint64_t aux) {
+  Ev e = Free(seq, t_ms, address, api, device);
+  e.size = size;
+  e.stack = stack;
+  e.aux = aux;
+  e.stream = 0x7;
+  return e;
+}
+
 std::string Varint(uint64_t value) {
   std::string out;
   while (value >= 0x80) {
@@ -198,6 +208,7 @@ format::EventBatch TraceBuilder::Encode(const std::vector<Ev>& events, const Enc
     }
   }
   bool same_thread = true, same_device = true, same_stack = true;
+  const Ev* first_stack = nullptr;  // the first row whose api has a stack (format version 2's stack column)
   for (size_t i = 0; i < events.size(); ++i) {
     const Ev& e = events[i];
     b.add_time_delta_ns(e.time_ns - (i == 0 ? events[0].time_ns : events[i - 1].time_ns));
@@ -209,7 +220,10 @@ format::EventBatch TraceBuilder::Encode(const std::vector<Ev>& events, const Enc
     if (info != nullptr && info->has_aux) b.add_aux(e.aux);
     same_thread &= e.thread == events[0].thread;
     same_device &= e.device == events[0].device;
-    same_stack &= e.stack == events[0].stack;
+    if (info == nullptr || info->has_stack) {
+      if (first_stack == nullptr) first_stack = &e;
+      same_stack &= e.stack == first_stack->stack;
+    }
     if (e.result != 0) {
       format::Failure* f = b.add_failures();
       f->set_row(static_cast<uint32_t>(i));
@@ -222,7 +236,14 @@ format::EventBatch TraceBuilder::Encode(const std::vector<Ev>& events, const Enc
   const bool per_row = options.per_row_columns;
   for (size_t i = 0; i < ((same_thread && !per_row) ? 1 : events.size()); ++i) b.add_thread(events[i].thread);
   for (size_t i = 0; i < ((same_device && !per_row) ? 1 : events.size()); ++i) b.add_device(events[i].device);
-  for (size_t i = 0; i < ((same_stack && !per_row) ? 1 : events.size()); ++i) b.add_stack(events[i].stack);
+  if (first_stack != nullptr && same_stack && !per_row) {
+    b.add_stack(first_stack->stack);
+  } else {
+    for (const Ev& e : events) {
+      const format::ApiInfo* info = format::FindApi(static_cast<uint32_t>(e.api));
+      if (info == nullptr || info->has_stack) b.add_stack(e.stack);
+    }
+  }
   return b;
 }
 
@@ -288,6 +309,19 @@ TraceBuilder& TraceBuilder::Stack(uint64_t first_id, const std::vector<uint64_t>
   }
   *leaf = first_id + pcs_innermost_first.size() - 1;
   return StackNodes(first_id, parents, pcs);
+}
+
+TraceBuilder& TraceBuilder::AllocatorAttach(uint64_t after_seq, const std::string& config, bool at_first_segment,
+                                            const std::string& library) {
+  format::Packet p;
+  format::AllocatorAttach* a = p.mutable_allocator_attach();
+  a->set_after_seq(after_seq);
+  a->set_time_ns(kStartNs);
+  a->set_library(library);
+  a->set_devices(1);
+  a->set_config(config);
+  a->set_at_first_segment(at_first_segment);
+  return Packet(p);
 }
 
 TraceBuilder& TraceBuilder::MemorySample(int32_t device, uint64_t free_bytes, uint64_t total_bytes,

@@ -41,6 +41,11 @@ Ev Alloc(uint64_t seq, double t_ms, uint64_t address, uint64_t size, uint64_t st
 Ev Free(uint64_t seq, double t_ms, uint64_t address, format::Api api = format::Api::kCudaFree, int32_t device = 0,
         uint32_t thread = 0);
 
+// PyTorch's caching allocator (TORCH_* apis): an event of `api` at `t_ms`; `size` is written only for the apis
+// that have a size (ALLOC: bytes requested; SEGMENT_*: segment bytes; OOM: the rounded request, `aux` = free bytes).
+Ev Torch(uint64_t seq, double t_ms, format::Api api, uint64_t address, uint64_t size = 0, uint64_t stack = 0,
+         int32_t device = 0, uint64_t aux = 0);
+
 struct EncodeOptions {
   bool per_row_columns = false;  // write thread/device/stack once per row even when constant
   bool explicit_seq = false;     // write seq_delta even when seqs are consecutive
@@ -97,6 +102,9 @@ class TraceBuilder {
   // A chain of stack nodes first_id, first_id + 1, ... holding `pcs` given innermost first; returns the innermost
   // node's id (the stack id events carry) in `*leaf`.
   TraceBuilder& Stack(uint64_t first_id, const std::vector<uint64_t>& pcs_innermost_first, uint64_t* leaf);
+  // PyTorch's caching allocator reached (trace.proto's AllocatorAttach).
+  TraceBuilder& AllocatorAttach(uint64_t after_seq, const std::string& config, bool at_first_segment,
+                                const std::string& library = "/site-packages/torch/lib/libc10_cuda.so");
   TraceBuilder& MemorySample(int32_t device, uint64_t free_bytes, uint64_t total_bytes, uint64_t after_seq,
                              int64_t time_ns = kStartNs);
 

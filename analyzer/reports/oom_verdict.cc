@@ -1,0 +1,53 @@
+// JudgeOom (see oom_verdict.h). Must never underflow: every difference is clamped at zero.
+#include "analyzer/reports/oom_verdict.h"
+
+namespace cumemtrace::analyzer {
+namespace {
+
+uint64_t Minus(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+}  // namespace
+
+const char* OomCauseName(OomCause cause) {
+  switch (cause) {
+    case OomCause::kFragmentation: return "fragmentation";
+    case OomCause::kLiveTensors: return "live_tensors";
+    case OomCause::kOutsidePytorch: return "outside_pytorch";
+  }
+  return "live_tensors";
+}
+
+OomVerdict JudgeOom(uint64_t request, bool has_free, uint64_t driver_free, uint64_t total, const TorchAtFailure& at,
+                    bool expandable_segments) {
+  OomVerdict v;
+  const TorchFigures& f = at.figures;
+  v.request_bytes = request;
+  v.has_driver_free = has_free;
+  v.driver_free_bytes = has_free ? driver_free : 0;
+  v.device_total_bytes = total;
+  v.allocated_bytes = f.allocated_bytes;
+  v.reserved_bytes = f.reserved_bytes;
+  v.reserved_unallocated_bytes = Minus(f.reserved_bytes, f.allocated_bytes);
+  v.largest_free_block = f.largest_free_block;
+  v.pending_free_bytes = f.pending_free_bytes;
+  v.tensors = f.allocations;
+  v.outside = at.outside;
+  for (const OutsideOwner& o : at.outside) v.outside_traced_bytes += o.bytes;
+  v.has_outside_untraced = has_free && total != 0;
+  if (v.has_outside_untraced) v.outside_untraced_bytes = Minus(Minus(total, driver_free), at.traced_device_bytes);
+  v.expandable_segments = expandable_segments;
+
+  const uint64_t need = Minus(request, v.driver_free_bytes);
+  v.shortfall_bytes = Minus(need, v.reserved_unallocated_bytes);
+  const uint64_t outside = v.outside_traced_bytes + v.outside_untraced_bytes;
+  if (v.reserved_unallocated_bytes != 0 && v.shortfall_bytes == 0) {
+    v.cause = OomCause::kFragmentation;
+  } else if (outside > v.allocated_bytes && outside >= v.shortfall_bytes) {
+    v.cause = OomCause::kOutsidePytorch;
+  } else {
+    v.cause = OomCause::kLiveTensors;
+  }
+  return v;
+}
+
+}  // namespace cumemtrace::analyzer

@@ -1,0 +1,52 @@
+// What the golden tests on real GPU traces share: where the examples are, the truth JSON each workload wrote on the
+// GPU machine, and `cumem-analyze ARGS --json` run in-process (tests/unit/analyzer/cli_runner.h), parsed. Expected
+// figures always come from the truth, never from the analyzer's own output.
+#ifndef CUMEMTRACE_TESTS_GOLDEN_GOLDEN_SUPPORT_H_
+#define CUMEMTRACE_TESTS_GOLDEN_GOLDEN_SUPPORT_H_
+
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "analyzer/cli.h"
+#include "gtest/gtest.h"
+#include "tests/unit/analyzer/cli_runner.h"
+#include "tests/unit/analyzer/json_value.h"
+
+namespace cumemtrace::analyzer::golden {
+
+using test::JsonValue;
+
+inline std::string Example(const std::string& name) {
+  return std::string(CUMEMTRACE_EXAMPLES_DIR) + "/" + name;
+}
+
+inline JsonValue ParseOrFail(const std::string& text, const std::string& what) {
+  std::string error;
+  std::optional<JsonValue> v = JsonValue::Parse(text, &error);
+  EXPECT_TRUE(v.has_value()) << what << ": " << error;
+  return v.value_or(JsonValue());
+}
+
+// The truth JSON the workload wrote on the GPU machine.
+inline JsonValue Truth(const std::string& name) {
+  std::ifstream in(Example(name));
+  EXPECT_TRUE(in.good()) << "cannot read " << Example(name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseOrFail(text.str(), name);
+}
+
+// `cumem-analyze ARGS --json`: the report, parsed; a failure if the tool does not exit 0.
+inline JsonValue Report(std::vector<std::string> args) {
+  args.push_back("--json");
+  test::ToolResult r = test::Tool(args);
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  return ParseOrFail(r.out, args[0]);
+}
+
+}  // namespace cumemtrace::analyzer::golden
+
+#endif  // CUMEMTRACE_TESTS_GOLDEN_GOLDEN_SUPPORT_H_
