@@ -155,14 +155,32 @@ std::string Render(const CommandLine& cl, const Analysis& a) {
 }  // namespace
 
 std::string TraceWarning(const TraceInfo& info) {
-  if (info.stats.truncated) {
-    return absl::StrCat("warning: ", info.path, " is cut off at byte ", info.stats.truncated_at,
-                        " (the process was killed?); analyzed the ", info.stats.events, " events before it");
+  std::string out;
+  if (info.stats.late_events != 0) {
+    absl::StrAppend(&out, "warning: ", info.path, ": ", info.stats.late_events,
+                    " events could not be put in order (up to ", info.stats.max_lateness,
+                    " sequence numbers late); the report's numbers may be wrong\n");
   }
-  if (!info.has_trailer) {
-    return absl::StrCat("warning: ", info.path, " has no trailer: the process did not exit cleanly");
+  if (info.stats.damaged_packets != 0) {
+    absl::StrAppend(&out, "warning: ", info.stats.first_damage, "; skipped ", info.stats.damaged_packets,
+                    " damaged packets (", info.stats.skipped_bytes,
+                    " bytes): what they held is missing from the report\n");
   }
-  return "";
+  const NoticeInfo* write_failed = nullptr;
+  for (const NoticeInfo& n : info.notices) {
+    if (n.code == format::NoticeCode::kWriteFailed) write_failed = &n;
+  }
+  if (write_failed != nullptr) {
+    absl::StrAppend(&out, "warning: ", info.path, " is incomplete: the traced process could not write it (",
+                    write_failed->message, "); analyzed the ", info.stats.events, " events before that");
+  } else if (info.stats.truncated) {
+    absl::StrAppend(&out, "warning: ", info.path, " is cut off at byte ", info.stats.truncated_at,
+                    " (the process was killed?); analyzed the ", info.stats.events, " events before it");
+  } else if (!info.has_trailer) {
+    absl::StrAppend(&out, "warning: ", info.path, " has no trailer: the process did not exit cleanly");
+  }
+  if (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
 }
 
 int RunCli(const std::vector<std::string>& args, std::FILE* out, std::FILE* err) {

@@ -19,7 +19,8 @@ inline constexpr int kExitUsage = 2;
 // `args` excludes the program name.
 int RunCli(const std::vector<std::string>& args, std::FILE* out, std::FILE* err);
 
-// The warning printed for a trace that is cut off or has no trailer; "" for a clean trace.
+// The warnings (one per line) for a trace whose events could not all be ordered, that is cut off or has no
+// trailer; "" for a clean trace.
 std::string TraceWarning(const TraceInfo& info);
 
 }  // namespace cumemtrace::analyzer

@@ -137,6 +137,7 @@ void ReadConfig(Config* config) {
   config->flush_ms = ReadInt("CUMEMTRACE_FLUSH_MS", 1, 3600 * 1000, 500);
   config->sample_ms = ReadInt("CUMEMTRACE_SAMPLE_MS", 0, 3600 * 1000, 100);
   config->follow_fork = ReadFlag("CUMEMTRACE_FOLLOW_FORK");
+  config->free_stacks = ReadFlag("CUMEMTRACE_FREE_STACKS");
   config->follow_exec = ReadFlag("CUMEMTRACE_FOLLOW_EXEC");
   config->cupti = ReadFlag("CUMEMTRACE_CUPTI");
   config->python_frames = PythonFramesWanted();

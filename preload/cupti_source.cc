@@ -210,9 +210,11 @@ void CUPTIAPI OnCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cb
   }
   uint64_t free_seq = t_free_seq;
   t_free_seq = 0;
-  if (!Tracing()) return;
+  if (!Tracing() || (is_free && r.address == 0)) {  // a null free does nothing; the hooks do not record it either
+    if (free_seq != 0) ReleaseSequence(free_seq);
+    return;
+  }
   if (is_free) {
-    if (r.address == 0) return;  // a null free does nothing; the hooks do not record it either
     r.seq = free_seq != 0 ? free_seq : TakeSequence();
   }
   r.result = result;

@@ -20,8 +20,82 @@ void InitNativeStacks() {
   OwnModuleRange();  // found now, outside any hook's hot path
 }
 
-int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated) {
+int OutermostFramesKept(int max_depth) { return max_depth < 4 ? 0 : max_depth / 4; }
+
+namespace {
+
+// Frames of a deep stack taken with unw_backtrace's cached fast path (8 KiB of the calling thread's stack, only
+// while a deep stack is taken). Deeper still (runaway recursion): the slow walk below.
+constexpr int kDeepFrames = 1024;
+
+// Keeps the innermost and outermost frames of raw[0, n) (ours left out) in pcs; returns the count.
+int KeepEnds(void* const* raw, int n, uintptr_t* pcs, int max_depth, uint32_t* dropped) {
+  const AddressRange& own = OwnModuleRange();
+  const int outer = OutermostFramesKept(max_depth);
+  int total = 0;
+  for (int i = 0; i < n; ++i) total += own.Contains(reinterpret_cast<uintptr_t>(raw[i])) ? 0 : 1;
+  const int skip_from = total <= max_depth ? total : max_depth - outer;  // program frames [skip_from, skip_to) go
+  const int skip_to = total <= max_depth ? total : total - outer;
+  int seen = 0, count = 0;
+  for (int i = 0; i < n; ++i) {
+    const uintptr_t pc = reinterpret_cast<uintptr_t>(raw[i]);
+    if (own.Contains(pc)) continue;
+    if (seen < skip_from || seen >= skip_to) pcs[count++] = pc;
+    ++seen;
+  }
+  *dropped = static_cast<uint32_t>(skip_to - skip_from);
+  return count;
+}
+
+// A stack deeper than kDeepFrames: walks it all with unw_step (tens of microseconds), keeping the innermost frames
+// in place and the outermost ones in a ring.
+int WalkDeepStack(uintptr_t* pcs, int max_depth, uint32_t* dropped) {
+  constexpr int kMaxSteps = 1 << 16;  // a broken chain must not hang the program
+  const int outer = OutermostFramesKept(max_depth);
+  const int inner = max_depth - outer;
+  uintptr_t ring[kMaxStackDepth];
+  int total = 0;  // frames of the program seen (ours left out)
+  unw_context_t context;
+  unw_cursor_t cursor;
+  if (unw_getcontext(&context) != 0 || unw_init_local(&cursor, &context) != 0) return -1;
+  const AddressRange& own = OwnModuleRange();
+  for (int steps = 0; steps < kMaxSteps; ++steps) {
+    unw_word_t ip = 0;
+    if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
+    const uintptr_t pc = static_cast<uintptr_t>(ip);
+    if (!own.Contains(pc)) {
+      if (total < inner) {
+        pcs[total] = pc;
+      } else if (outer > 0) {
+        ring[(total - inner) % outer] = pc;
+      }
+      ++total;
+    }
+    if (unw_step(&cursor) <= 0) break;
+  }
+  if (total <= max_depth) {  // not deeper after all: the ring holds frames inner.. in order
+    for (int i = inner; i < total; ++i) pcs[i] = ring[(i - inner) % (outer > 0 ? outer : 1)];
+    return total;
+  }
+  const int beyond = total - inner;  // frames that went through the ring; the last `outer` of them are kept
+  for (int i = 0; i < outer; ++i) pcs[inner + i] = ring[(beyond - outer + i) % outer];
+  *dropped = static_cast<uint32_t>(total - max_depth);
+  return max_depth;
+}
+
+// A stack deeper than max_depth.
+__attribute__((noinline)) int CaptureDeepStack(uintptr_t* pcs, int max_depth, uint32_t* dropped) {
+  void* raw[kDeepFrames];
+  const int n = unw_backtrace(raw, kDeepFrames);
+  if (n > 0 && n < kDeepFrames) return KeepEnds(raw, n, pcs, max_depth, dropped);
+  return WalkDeepStack(pcs, max_depth, dropped);
+}
+
+}  // namespace
+
+int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated, uint32_t* dropped, bool keep_outermost) {
   *truncated = false;
+  *dropped = 0;
   if (max_depth <= 0) return 0;
   void* raw[kMaxStackDepth + kMaxOwnFrames + 1];
   int want = max_depth + kMaxOwnFrames + 1;
@@ -35,7 +109,19 @@ int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated) {
     uintptr_t pc = reinterpret_cast<uintptr_t>(raw[i]);
     if (!own.Contains(pc)) pcs[count++] = pc;
   }
-  if (count == max_depth || n == want) *truncated = true;
+  if ((count == max_depth || n == want) && !keep_outermost) {
+    *truncated = true;
+    return count;
+  }
+  if (count == max_depth || n == want) {
+    const int deep = CaptureDeepStack(pcs, max_depth, dropped);
+    if (deep < 0) {  // keep what the fast path had: the innermost frames
+      *truncated = true;
+      return count;
+    }
+    *truncated = *dropped > 0;
+    return deep;
+  }
   return count;
 }
 

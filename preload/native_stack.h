@@ -11,8 +11,15 @@ namespace cumemtrace::preload {
 void InitNativeStacks();
 
 // Fills `pcs` (innermost first) with at most `max_depth` frames of the caller's stack. Returns the frame count;
-// sets *truncated when the stack was deeper than max_depth, and returns -1 when unwinding failed.
-int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated);
+// returns -1 when unwinding failed. A stack deeper than max_depth keeps its innermost frames (where CUDA was
+// called) and its outermost ones (main, the program's own entry points, where the user's lines are) and drops the
+// middle: *truncated is set and *dropped counts the frames left out.
+// `keep_outermost` false: a deeper stack keeps only its innermost frames (one cheap unwind), for callers whose
+// user lines come from elsewhere (the thread's Python frames, which are never cut).
+int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated, uint32_t* dropped, bool keep_outermost = true);
+
+// How a stack of `max_depth` frames is split when the real one is deeper: the outermost frames kept.
+int OutermostFramesKept(int max_depth);
 
 }  // namespace cumemtrace::preload
 

@@ -6,6 +6,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -28,6 +29,7 @@
 #include "preload/python_frame_table.h"
 #include "preload/python_frames.h"
 #include "preload/python_splice.h"
+#include "preload/sequence.h"
 #include "preload/sink.h"
 #include "preload/stack_table.h"
 #include "preload/string_table.h"
@@ -50,7 +52,6 @@ constexpr int kMaxDevices = 64;
 __thread ThreadState t_self __attribute__((tls_model("initial-exec")));
 
 std::atomic<int> g_state{kUninitialized};
-std::atomic<uint64_t> g_next_seq{1};
 std::atomic<uint64_t> g_wrapper_slots_exhausted{0};
 std::atomic<uint64_t> g_dropped{0};
 
@@ -75,6 +76,7 @@ bool g_device_written[kMaxDevices + 1];  // index ordinal + 1; 0 = host
 bool g_stop_flusher = false;
 int64_t g_start_ns = 0;
 bool g_forked_child = false;  // this process is a forked child that starts (or started) a trace of its own
+bool g_forked_before_start = false;  // forked from a process that had not started tracing yet
 bool g_modules_unwritten = false;  // a forked child's new trace: every known module is written again
 bool g_cupti_tried = false;   // CUMEMTRACE_CUPTI=1: StartCupti ran once in this process (or its parent)
 bool g_cupti_enabled = false;
@@ -86,6 +88,7 @@ PendingPhases g_pending_phases;  // NVTX ranges opened before tracing started (u
 uint64_t g_events = 0;
 uint64_t g_unwind_failures = 0;
 uint64_t g_truncated_stacks = 0;
+uint64_t g_dropped_frames = 0;  // frames left out of the middle of stacks deeper than the depth
 uint64_t g_recorder_ns = 0;
 uint64_t g_flushes = 0;
 uint64_t g_python_stacks = 0;
@@ -107,10 +110,29 @@ int32_t Gettid() { return static_cast<int32_t>(syscall(SYS_gettid)); }
 // Turns tracing off for good in this process (write error, finished, forked child).
 void StopTracing() { g_state.store(kOff, std::memory_order_release); }
 
+// After a failed write: the file ends with its last whole packet; one notice says why the trace ends there, so the
+// analyzer never mistakes a full disk for a killed process. Called with g_lock held.
+void NoteWriteFailureLocked() {
+  char message[200];
+  snprintf(message, sizeof(message),
+           "writing the trace failed after %llu bytes: %s; the events after that were not recorded",
+           static_cast<unsigned long long>(g_sink.bytes_written()), strerror(g_sink.failed_errno()));
+  g_out.Clear();
+  if (WriteNotice(&g_out, static_cast<uint32_t>(format::NoticeCode::kWriteFailed), message, NowNs())) {
+    g_sink.WriteLast(g_out.data(), g_out.size());
+  } else {
+    g_out.ClearError();
+    g_sink.Close();
+  }
+}
+
 // Writes out g_out. Called with g_lock held.
 void WriteOut() {
   if (g_out.size() == 0) return;
-  if (!g_sink.Write(g_out.data(), g_out.size())) StopTracing();
+  if (!g_sink.Write(g_out.data(), g_out.size())) {
+    StopTracing();
+    if (g_sink.failed()) NoteWriteFailureLocked();
+  }
   g_out.Clear();
 }
 
@@ -127,7 +149,8 @@ void FlushLocked() {
     }
   }
   if (g_batch_size > 0) {
-    if (WriteEventBatch(&g_out, g_batch, g_batch_size)) {
+    // Under g_lock, after the batch's last append: the reader may release every event numbered below the mark.
+    if (WriteEventBatch(&g_out, g_batch, g_batch_size, CompleteBelow())) {
       g_events += g_batch_size;
     } else {
       g_out.ClearError();
@@ -347,6 +370,18 @@ void Start() {
     return;
   }
   g_state.store(kStarting, std::memory_order_release);
+  if (g_forked_before_start) {
+    // Forked before the parent's first event: the parent is the process that traces, whoever calls CUDA first. This
+    // child traces only with follow-fork, under a name of its own; it never takes the parent's file.
+    g_forked_before_start = false;
+    ReadConfig(&g_config);
+    if (!g_config.follow_fork) {
+      StopTracing();
+      pthread_mutex_unlock(&g_start_lock);
+      return;
+    }
+    g_forked_child = true;
+  }
   bool path_ok = true;
   if (!g_forked_child) {
     ReadConfig(&g_config);
@@ -451,7 +486,7 @@ void ResetForForkedChildLocked() {
   g_stop_flusher = false;  // the parent's flush thread does not exist here; Start() makes the child's own
   pthread_cond_t fresh = PTHREAD_COND_INITIALIZER;
   g_flusher_wake = fresh;
-  g_events = g_unwind_failures = g_truncated_stacks = g_recorder_ns = g_flushes = 0;
+  g_events = g_unwind_failures = g_truncated_stacks = g_dropped_frames = g_recorder_ns = g_flushes = 0;
   g_memory_samples = g_cupti_only_events = 0;
   g_allocator_events = g_allocator_ignored = 0;
   g_notices_written = 0;
@@ -460,6 +495,7 @@ void ResetForForkedChildLocked() {
   g_python_frames.Reset();
   g_python_stacks = g_python_failures = 0;
   g_python_notice_written = g_python_broken_notice_written = false;
+  ResetPendingAfterFork();  // the parent's other threads, and the numbers they held, are not in the child
 }
 
 // The child shares the parent's file: it must never write to it, and the bytes buffered at the fork belong to the
@@ -478,11 +514,12 @@ void AtForkChild() {
     g_state.store(kUninitialized, std::memory_order_release);
   } else if (state != kUninitialized) {
     StopTracing();
+  } else {
+    g_forked_before_start = true;  // Start() decides, at the child's first event (follow-fork or not)
   }
   pthread_mutex_unlock(&g_lock);
   pthread_mutex_unlock(&g_module_lock);
   pthread_mutex_unlock(&g_start_lock);
-  // A child that never traced (tracing had not started) may still start its own trace at its first event.
 }
 
 void FinishTrace() {
@@ -505,6 +542,7 @@ void FinishTrace() {
     t.dropped_events = g_dropped.load(std::memory_order_relaxed);
     t.unwind_failures = g_unwind_failures;
     t.truncated_stacks = g_truncated_stacks;
+    t.dropped_frames = g_dropped_frames;
     t.bytes_written = g_sink.bytes_written();
     t.stack_nodes = g_stacks.node_count();
     t.wrapper_slots_exhausted = g_wrapper_slots_exhausted.load(std::memory_order_relaxed);
@@ -583,7 +621,9 @@ bool TracingStarted() {
   return g_state.load(std::memory_order_acquire) == kRunning && Self().in_recorder == 0;
 }
 
-uint64_t TakeSequence() { return g_next_seq.fetch_add(1, std::memory_order_relaxed); }
+uint64_t TakeSequence() { return TakePendingSequence(); }
+
+void ReleaseSequence(uint64_t seq) { SequenceDone(seq); }
 
 void NoteThreadRenamed() { Self().name_changed = true; }
 
@@ -653,7 +693,7 @@ void RecordPhase(uint32_t kind, const char* name, size_t name_size, uint64_t ran
   state = g_state.load(std::memory_order_acquire);
   if (state == kRunning) {
     EnsureThreadLocked(self, thread_name);
-    PhaseRecord r{g_next_seq.load(std::memory_order_relaxed) - 1, now, self.thread_index, kind, name, name_size,
+    PhaseRecord r{LastSequence(), now, self.thread_index, kind, name, name_size,
                   range_id, domain};
     if (!WritePhase(&g_out, r)) g_out.ClearError();
   } else if (state == kUninitialized) {
@@ -671,7 +711,10 @@ void RecordPhase(uint32_t kind, const char* name, size_t name_size, uint64_t ran
 
 void Record(const CallRecord& call) {
   ThreadState& self = Self();
-  if (self.in_recorder != 0) return;
+  if (self.in_recorder != 0) {
+    if (call.seq != 0) SequenceDone(call.seq);
+    return;
+  }
   ++self.in_recorder;
   int saved_errno = errno;
   int64_t start_ns = NowNs();
@@ -687,10 +730,7 @@ void Record(const CallRecord& call) {
   ev.cupti_only = call.cupti_only;
   const format::ApiInfo* info = format::FindApi(static_cast<uint32_t>(call.api));
   bool is_alloc = info != nullptr && info->op == format::Op::kAlloc;
-  // PyTorch's allocator entries: only a block handed out (and a request that failed) carries the stack that asked
-  // for it; the other entries are explained by it, and taking no stack keeps them cheap.
   const bool is_torch = format::IsTorchApi(call.api);
-  const bool wants_stack = !is_torch || call.api == format::Api::kTorchAlloc || call.api == format::Api::kTorchOom;
   bool device_is_current = false;
   if (call.device_known) {
     ev.device = call.device;
@@ -709,10 +749,20 @@ void Record(const CallRecord& call) {
 
   uintptr_t pcs[kMaxStackDepth];
   bool truncated = false;
-  int depth = wants_stack ? CaptureStack(pcs, g_config.stack_depth, &truncated) : 0;
+  uint32_t dropped_frames = 0;
+  // Reports use the stacks of allocations (and of failures); a successful free carries none unless asked: the
+  // unwind was two thirds of the hook's instructions, and half the events are frees. PyTorch's allocator entries
+  // follow the same rule: a block handed out and a failed request carry the stack that asked; the rest none.
+  const bool wants_stack = is_torch ? (call.api == format::Api::kTorchAlloc || call.api == format::Api::kTorchOom)
+                                    : (is_alloc || call.result != 0 || g_config.free_stacks);
+  const int stack_depth = wants_stack ? g_config.stack_depth : 0;
   RawPythonStack python;  // read outside the lock: only this thread's own frames
-  PythonCapture python_capture =
-      wants_stack && g_config.stack_depth > 0 ? CapturePythonStack(&python) : PythonCapture::kOff;
+  PythonCapture python_capture = stack_depth > 0 ? CapturePythonStack(&python) : PythonCapture::kOff;
+  // A thread with Python frames has the user's lines there (never cut): a deep native stack then keeps only its
+  // innermost frames, and the outermost ones (the interpreter's main) are not worth a second, full unwind. Every
+  // PyTorch allocation is such a stack.
+  const bool keep_outermost = !(python_capture == PythonCapture::kOk && python.group_count > 0);
+  int depth = CaptureStack(pcs, stack_depth, &truncated, &dropped_frames, keep_outermost);
   char name[16] = "";
   if (self.thread_index == 0 || self.name_changed) prctl(PR_GET_NAME, name);
 
@@ -724,6 +774,7 @@ void Record(const CallRecord& call) {
       depth = 0;
     }
     if (truncated) ++g_truncated_stacks;
+    g_dropped_frames += dropped_frames;
     // Under g_lock: one buffer for all threads keeps the hook's own stack use small on threads with small stacks.
     static uintptr_t frames[kMaxStackDepth + kMaxPythonFrames + 1];
     int frame_count = ComposeStackLocked(pcs, depth, python_capture, python, frames,
@@ -736,9 +787,9 @@ void Record(const CallRecord& call) {
     const bool merged = call.api == format::Api::kTorchFreeCompleted && last != nullptr &&
                         last->api == static_cast<uint16_t>(format::Api::kTorchFreeRequested) &&
                         last->address == ev.address && last->device == ev.device && last->thread == ev.thread &&
-                        last->seq + 1 == g_next_seq.load(std::memory_order_relaxed);
+                        last->seq == LastSequence();
     if (merged) last->api = static_cast<uint16_t>(format::Api::kTorchFree);
-    ev.seq = merged ? last->seq : call.seq != 0 ? call.seq : TakeSequence();
+    ev.seq = merged ? last->seq : call.seq != 0 ? call.seq : TakeAppendedSequence();
     if (sampled) {
       sample.time_ns = start_ns;
       sample.device = ev.device;
@@ -766,6 +817,7 @@ void Record(const CallRecord& call) {
     g_dropped.fetch_add(1, std::memory_order_relaxed);
   }
   pthread_mutex_unlock(&g_lock);
+  if (call.seq != 0) SequenceDone(call.seq);  // appended (or dropped): the mark may pass it
 
   // Outside every lock of the recorder (it may take PyTorch's allocator locks); still inside the recorder, so no
   // CUDA call it causes is recorded.

@@ -55,8 +55,10 @@ bool Tracing();
 // that run under another library's lock, where starting, which takes the loader's lock, must not happen).
 bool TracingStarted();
 
-// A sequence number for an event whose real call has not happened yet (frees).
+// A sequence number for an event whose real call has not happened yet (frees). It stays pending (it holds back the
+// batches' low-water mark, sequence.h) until Record() appends it or ReleaseSequence() abandons it, on this thread.
 uint64_t TakeSequence();
+void ReleaseSequence(uint64_t seq);
 
 // Records one event. Keeps errno.
 void Record(const CallRecord& call);

@@ -58,7 +58,11 @@ class RuntimeLabel {
     self_.label_seq = op == Op::kFree ? TakeSequence() : 0;
   }
   ~RuntimeLabel() {
-    if (active_) self_.label = Api::kUnknown;
+    if (!active_) return;
+    self_.label = Api::kUnknown;
+    // A free's number that no event used (a null free) must not hold back the low-water mark.
+    if (self_.label_seq != 0) ReleaseSequence(self_.label_seq);
+    self_.label_seq = 0;
   }
   RuntimeLabel(const RuntimeLabel&) = delete;
   RuntimeLabel& operator=(const RuntimeLabel&) = delete;

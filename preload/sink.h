@@ -1,6 +1,11 @@
-// The trace file: created exclusively (an existing file is never replaced unless asked), written with plain
-// write(2) calls under the recorder's lock. A write error disables the sink after one warning: the traced program
-// must keep running exactly as it would untraced.
+// The trace file. Traces hold command lines, host names and paths, so the file is private (mode 0600) and created
+// exclusively, never through a symbolic link (O_CREAT|O_EXCL|O_NOFOLLOW): an existing file is never replaced unless
+// asked, and then (CUMEMTRACE_OVERWRITE=1) a new file is created beside it and renamed over the old name, which
+// replaces a planted link itself, never what it points to. Written with plain write(2) calls under the recorder's
+// lock. A write error (disk full, file size limit, I/O error) turns the sink off after one warning, but first cuts the
+// file back to its last whole packet and tries to leave one last packet saying what happened (WriteLast), so the
+// analyzer can tell "the disk was full" from "the process was killed". The traced program keeps running exactly as
+// it would untraced.
 #ifndef CUMEMTRACE_PRELOAD_SINK_H_
 #define CUMEMTRACE_PRELOAD_SINK_H_
 
@@ -13,17 +18,24 @@ class Sink {
  public:
   // Returns false (after a warning) if the file cannot be created.
   bool Open(const char* path, bool overwrite);
-  // Writes all of `data`; on error warns once and turns the sink off. Returns whether it was written.
+  // Writes all of `data` (whole packets); on error warns once, cuts the file back to where this call started and
+  // keeps the descriptor for WriteLast. Returns whether it was written.
   bool Write(const uint8_t* data, size_t size);
+  // After a failed Write: one last attempt to append `data` (a notice), then the sink is closed.
+  bool WriteLast(const uint8_t* data, size_t size);
   void Close();
   // In a forked child: forget the descriptor without touching the parent's file.
   void Abandon();
 
-  bool is_open() const { return fd_ >= 0; }
+  bool is_open() const { return fd_ >= 0 && !failed_; }
+  bool failed() const { return failed_; }
+  int failed_errno() const { return failed_errno_; }
   uint64_t bytes_written() const { return bytes_written_; }
 
  private:
   int fd_ = -1;
+  bool failed_ = false;
+  int failed_errno_ = 0;
   uint64_t bytes_written_ = 0;
   char path_[256] = {};
 };

@@ -222,7 +222,7 @@ bool WritePhase(ByteBuffer* out, const PhaseRecord& ph) {
   return p.Finish();
 }
 
-bool WriteEventBatch(ByteBuffer* out, const EventRecord* ev, size_t n) {
+bool WriteEventBatch(ByteBuffer* out, const EventRecord* ev, size_t n, uint64_t complete_below) {
   if (n == 0) return true;
   namespace ef = f::events;
   PacketScope p(out, f::packet::kEvents);
@@ -314,6 +314,7 @@ bool WriteEventBatch(ByteBuffer* out, const EventRecord* ev, size_t n) {
     }
     e.End(mark);
   }
+  e.Uint64(ef::kCompleteBelow, complete_below);
   return p.Finish();
 }
 
@@ -337,6 +338,7 @@ bool WriteTrailer(ByteBuffer* out, const TrailerRecord& t) {
   e.Uint64(tf::kCuptiOnlyEvents, t.cupti_only_events);
   e.Uint64(tf::kAllocatorEvents, t.allocator_events);
   e.Uint64(tf::kAllocatorIgnored, t.allocator_ignored);
+  e.Uint64(tf::kDroppedFrames, t.dropped_frames);
   return p.Finish();
 }
 

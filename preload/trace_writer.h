@@ -56,6 +56,7 @@ struct TrailerRecord {
   uint64_t python_failures;
   uint64_t memory_samples;
   uint64_t cupti_only_events;
+  uint64_t dropped_frames;
   uint64_t allocator_events;
   uint64_t allocator_ignored;
 };
@@ -113,7 +114,8 @@ bool WriteMemorySample(ByteBuffer* out, const MemorySampleRecord& sample);
 bool WriteNotice(ByteBuffer* out, uint32_t code, const char* message, int64_t time_ns);
 bool WriteAllocatorAttach(ByteBuffer* out, const AllocatorAttachRecord& attach);
 bool WritePhase(ByteBuffer* out, const PhaseRecord& phase);
-bool WriteEventBatch(ByteBuffer* out, const EventRecord* events, size_t count);
+// `complete_below`: every event numbered below it is in this batch or an earlier one (0: not known).
+bool WriteEventBatch(ByteBuffer* out, const EventRecord* events, size_t count, uint64_t complete_below = 0);
 bool WriteTrailer(ByteBuffer* out, const TrailerRecord& trailer);
 
 }  // namespace cumemtrace::preload

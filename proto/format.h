@@ -67,7 +67,7 @@ inline constexpr uint32_t kPc = 1, kFunction = 2, kModule = 3, kOffset = 4, kFil
 namespace events {
 inline constexpr uint32_t kFirstSeq = 1, kBaseTimeNs = 2, kSeqDelta = 3, kTimeDeltaNs = 4, kApi = 5,
                           kAddressDelta = 6, kSize = 7, kStack = 8, kThread = 9, kDevice = 10, kStream = 11,
-                          kAux = 12, kFailures = 13, kCuptiRows = 14,
+                          kAux = 12, kFailures = 13, kCuptiRows = 14, kCompleteBelow = 15,
                           kThreadRuns = 16, kDeviceRuns = 17;
 }
 namespace failure {
@@ -78,7 +78,7 @@ inline constexpr uint32_t kEvents = 1, kDroppedEvents = 2, kUnwindFailures = 3, 
                           kBytesWritten = 5, kStackNodes = 6, kWrapperSlotsExhausted = 7, kEndTimeNs = 8,
                           kRecorderTimeNs = 9, kFlushes = 10, kPythonStacks = 11,
                           kPythonFailures = 12, kMemorySamples = 13, kCuptiOnlyEvents = 14,
-                          kAllocatorEvents = 15, kAllocatorIgnored = 16;
+                          kAllocatorEvents = 15, kAllocatorIgnored = 16, kDroppedFrames = 17;
 }
 }  // namespace field
 
@@ -92,6 +92,7 @@ enum class NoticeCode : uint32_t {
   kSymbolsFromDebugInfo = 5,
   kTorchAllocatorUnavailable = 6,
   kTorchAllocatorIgnored = 7,
+  kWriteFailed = 8,
 };
 
 // Notice codes as reports and JSON spell them (trace.proto's Notice.Code names, lower case).
@@ -104,6 +105,7 @@ inline constexpr const char* NoticeCodeName(NoticeCode code) {
     case NoticeCode::kSymbolsFromDebugInfo: return "symbols_from_debug_info";
     case NoticeCode::kTorchAllocatorUnavailable: return "torch_allocator_unavailable";
     case NoticeCode::kTorchAllocatorIgnored: return "torch_allocator_ignored";
+    case NoticeCode::kWriteFailed: return "write_failed";
     case NoticeCode::kUnknown: break;
   }
   return "unknown";

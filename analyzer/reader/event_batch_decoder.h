@@ -38,6 +38,7 @@ struct BatchColumns {
   absl::Span<const uint64_t> aux;
   absl::Span<const FailureColumn> failures;
   absl::Span<const uint32_t> cupti_rows;  // rows seen only by CUPTI
+  uint64_t complete_below = 0;            // the batch's low-water mark (0 = none written)
   absl::Span<const uint32_t> thread_runs;  // version 2: run lengths of `thread` (empty: not run-length coded)
   absl::Span<const uint32_t> device_runs;
   uint32_t format_version = 1;             // the header's: 2 = the stack column covers only rows with a stack

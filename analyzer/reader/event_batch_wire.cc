@@ -154,11 +154,13 @@ bool EventBatchWire::Parse(const uint8_t* p, size_t size) {
     const uint64_t field = key >> 3;
     const uint32_t type = key & 7;
     if (field == 0 || field > kMaxField) return false;
-    if (field == ef::kFirstSeq || field == ef::kBaseTimeNs) {
+    if (field == ef::kFirstSeq || field == ef::kBaseTimeNs || field == ef::kCompleteBelow) {
       uint64_t v = 0;
       if (type != kVarint || !Varint(p, end, &v)) return false;
       if (field == ef::kFirstSeq) {
         columns_.first_seq = v;
+      } else if (field == ef::kCompleteBelow) {
+        columns_.complete_below = v;
       } else {
         columns_.base_time_ns = static_cast<int64_t>(v);
       }

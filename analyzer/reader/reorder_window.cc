@@ -24,6 +24,10 @@ void ReorderWindow::GrowRing() {
 
 void ReorderWindow::Push(const Event& event, TraceVisitor& visitor) {
   const uint64_t arrival = arrivals_++;
+  if (emitted_ != 0 && event.seq < released_max_) {
+    ++late_;
+    max_lateness_ = std::max(max_lateness_, released_max_ - event.seq);
+  }
   const bool held_in_ring = ring_size_ > owed_;
   // In order relative to the ring's tail (equal seq: the later arrival sorts after): append to the ring.
   if (!held_in_ring || event.seq >= ring_[Slot(ring_size_ - 1)].seq) {
@@ -51,6 +55,7 @@ void ReorderWindow::PopSmallest(TraceVisitor& visitor) {
                             (ring_[front].seq == heap_.front().event.seq &&
                              ring_arrival_[front] < heap_.front().arrival);
     if (ring_first) {
+      released_max_ = std::max(released_max_, ring_[front].seq);
       if (out_.empty()) {
         // Leaves in place; handed over later as part of a span of the ring.
         if (++owed_ == kChunk) DeliverOwed(visitor);
@@ -66,6 +71,7 @@ void ReorderWindow::PopSmallest(TraceVisitor& visitor) {
   // A late event leaves: whatever left the ring before it goes first.
   OwedToBuffer();
   std::pop_heap(heap_.begin(), heap_.end(), HeapGreater());
+  released_max_ = std::max(released_max_, heap_.back().event.seq);
   out_.push_back(heap_.back().event);
   heap_.pop_back();
   if (out_.size() >= kChunk) FlushBuffer(visitor);
@@ -93,6 +99,31 @@ void ReorderWindow::FlushBuffer(TraceVisitor& visitor) {
   if (out_.empty()) return;
   visitor.OnEvents(out_);
   out_.clear();
+}
+
+bool ReorderWindow::SmallestSeq(uint64_t* seq) const {
+  const bool in_ring = ring_size_ > owed_;
+  if (!in_ring && heap_.empty()) return false;
+  if (!in_ring) {
+    *seq = heap_.front().event.seq;
+  } else if (heap_.empty()) {
+    *seq = ring_[Slot(owed_)].seq;
+  } else {
+    *seq = std::min(ring_[Slot(owed_)].seq, heap_.front().event.seq);
+  }
+  return true;
+}
+
+void ReorderWindow::ExpectMarks() {
+  if (marked_) return;
+  marked_ = true;
+  capacity_ = std::max(capacity_, kMarkedCapacity);
+}
+
+void ReorderWindow::ReleaseBelow(uint64_t mark, TraceVisitor& visitor) {
+  ExpectMarks();
+  uint64_t smallest = 0;
+  while (SmallestSeq(&smallest) && smallest < mark) PopSmallest(visitor);
 }
 
 void ReorderWindow::Drain(TraceVisitor& visitor) {

@@ -1,7 +1,14 @@
 // Puts events back into sequence-number order. Threads take their numbers and then race to write, so an event can
-// reach the file after events with larger numbers, even in an earlier batch. The window holds at most `capacity`
-// events: whenever it holds more, the smallest (seq, arrival) leaves, and Drain() lets the rest leave in order at
-// the end. Its output order is exactly that of a min-heap of `capacity` events.
+// reach the file after events with larger numbers, even in an earlier batch.
+//
+// Traces whose batches carry a low-water mark (EventBatch.complete_below) are ordered exactly: ReleaseBelow(mark)
+// lets leave every held event numbered below the mark, which no later batch can precede, and nothing else; the
+// window then holds only what is really outstanding. Only if that exceeds kMarkedCapacity (a writer thread stuck
+// for millions of events) does the smallest leave early. Traces without marks (older preloads) get the bounded
+// window of old: whenever it holds more than `capacity` events, the smallest (seq, arrival) leaves.
+//
+// Either way an event that arrives after a larger-numbered one has left is counted in late_events(): it is handed
+// over out of order, and the reports must say that their numbers cannot be trusted.
 //
 // It is built for the common case, events that arrive in order: those go to a ring (a sorted FIFO, O(1)), the
 // others to a heap beside it. Events leave to the visitor's OnEvents in chunks, straight out of the ring when they
@@ -21,6 +28,8 @@ namespace cumemtrace::analyzer {
 class ReorderWindow {
  public:
   static constexpr size_t kDefaultCapacity = 65536;
+  // With marks: a safety bound only (about 400 MiB of held events).
+  static constexpr size_t kMarkedCapacity = size_t{1} << 22;
   static constexpr size_t kChunk = 256;
 
   explicit ReorderWindow(size_t capacity = kDefaultCapacity);
@@ -28,8 +37,20 @@ class ReorderWindow {
   // Adds `event`; if the window then holds more than its capacity, the smallest event leaves (reaching `visitor`
   // at the latest when kChunk events have left).
   void Push(const Event& event, TraceVisitor& visitor);
+  // A batch's low-water mark: every held event numbered below `mark` leaves (in order); from now on the window is
+  // bounded by kMarkedCapacity instead of its capacity.
+  void ReleaseBelow(uint64_t mark, TraceVisitor& visitor);
+  // Called before pushing a batch that carries a mark: its events must not leave early by the old window's rule.
+  void ExpectMarks();
   // Lets every held event leave, smallest first, and hands everything that left to `visitor`.
   void Drain(TraceVisitor& visitor);
+
+  // Events that arrived after an event with a larger number had left: they were handed over out of order.
+  uint64_t late_events() const { return late_; }
+  // The largest distance (in sequence numbers) by which a late event missed its place.
+  uint64_t max_lateness() const { return max_lateness_; }
+  // Batches carried marks.
+  bool marked() const { return marked_; }
 
   // Events held (not counting those that left and wait to be handed over).
   size_t size() const { return (ring_size_ - owed_) + heap_.size(); }
@@ -48,6 +69,7 @@ class ReorderWindow {
 
   size_t Slot(size_t i) const { return (ring_head_ + i) & (ring_.size() - 1); }
   void PopSmallest(TraceVisitor& visitor);
+  bool SmallestSeq(uint64_t* seq) const;  // false when empty
   void GrowRing();
   void DeliverOwed(TraceVisitor& visitor);  // hands the owed ring entries over, in place
   void OwedToBuffer();                      // copies the owed ring entries into out_
@@ -65,6 +87,10 @@ class ReorderWindow {
   std::vector<Event> out_;       // left, in order, waiting to be handed over
   uint64_t arrivals_ = 0;
   uint64_t emitted_ = 0;
+  uint64_t released_max_ = 0;  // largest seq that has left
+  uint64_t late_ = 0;
+  uint64_t max_lateness_ = 0;
+  bool marked_ = false;
 };
 
 }  // namespace cumemtrace::analyzer

@@ -87,6 +87,7 @@ TrailerInfo Convert(const pb::Trailer& t) {
   out.cupti_only_events = t.cupti_only_events();
   out.allocator_events = t.allocator_events();
   out.allocator_ignored = t.allocator_ignored();
+  out.dropped_frames = t.dropped_frames();
   return out;
 }
 
@@ -118,6 +119,18 @@ class Reader {
   absl::Status NotATrace() const {
     return absl::InvalidArgumentError(absl::StrCat(path_, ": not a cumemtrace trace (no header)"));
   }
+
+  // Counts a damaged packet and keeps the first reason for the report.
+  void NoteDamage(uint64_t offset, const absl::Status& status) {
+    if (stats_.damaged_packets++ == 0) {
+      stats_.first_damage_at = offset;
+      stats_.first_damage = std::string(status.message());
+    }
+  }
+  // From the current position, skips bytes until a packet that verifies: a packet tag, a length inside the file, a
+  // body that parses as a Packet of a known kind, followed by the end of the file or another packet tag. Returns
+  // false at the end of the file. The skipped bytes are counted.
+  absl::StatusOr<bool> Resync();
 
   // Frames the next packet: kPacket with its bytes, kEnd at a clean end of file, kCutOff at a packet the file ends
   // inside (stats_ then says where).
@@ -159,14 +172,35 @@ absl::Status Reader::Run() {
     size_t size = 0;
     uint64_t offset = 0;
     absl::StatusOr<Frame> frame = NextFrame(&data, &size, &offset);
-    if (!frame.ok()) return frame.status();
+    if (!frame.ok()) {
+      // Damaged framing: that packet is lost, not the file.
+      if (!absl::IsDataLoss(frame.status())) return frame.status();
+      NoteDamage(offset, frame.status());
+      absl::StatusOr<bool> found = Resync();
+      if (!found.ok()) return found.status();
+      if (!*found) break;
+      continue;
+    }
     if (*frame != Frame::kPacket) break;
     ++stats_.packets;
-    if (absl::Status s = HandlePacket(data, size, offset); !s.ok()) return s;
+    if (absl::Status s = HandlePacket(data, size, offset); !s.ok()) {
+      if (!absl::IsDataLoss(s)) return s;
+      --stats_.packets;
+      NoteDamage(offset, s);
+      // The frame's length may be the damaged part: skip only the frame's header, and look for the next packet
+      // that verifies from there (the next one, when the length was right).
+      absl::StatusOr<bool> found = Resync();
+      if (!found.ok()) return found.status();
+      if (!*found) break;
+      continue;
+    }
     file_->Consume(size);
   }
   window_.Drain(visitor_);
   stats_.events = window_.emitted();
+  stats_.late_events = window_.late_events();
+  stats_.max_lateness = window_.max_lateness();
+  stats_.order_marked = window_.marked();
   stats_.bytes = std::max<uint64_t>(stats_.bytes, file_->offset() + file_->available());
   if (stats_.truncated) stats_.bytes = std::max<uint64_t>(stats_.bytes, stats_.truncated_at);
   return absl::OkStatus();
@@ -230,6 +264,35 @@ absl::StatusOr<Reader::Frame> Reader::NextFrame(const uint8_t** data, size_t* si
   *data = file_->data();
   *size = length;
   return Frame::kPacket;
+}
+
+absl::StatusOr<bool> Reader::Resync() {
+  // Packets the preload writes are at most a few MiB; a candidate claiming more is not taken.
+  constexpr uint64_t kMaxResyncPacketBytes = uint64_t{256} << 20;
+  const uint64_t file_size = file_->CurrentSize();
+  while (true) {
+    absl::StatusOr<size_t> got = file_->Ensure(1 + kMaxVarintBytes);
+    if (!got.ok()) return got.status();
+    if (*got == 0) return false;
+    const uint8_t* p = file_->data();
+    uint64_t length = 0;
+    size_t varint_bytes = 0;
+    if (p[0] == kPacketTag && ReadVarint(p + 1, p + *got, &length, &varint_bytes) == VarintResult::kOk &&
+        length > 0 && length <= kMaxResyncPacketBytes &&
+        (file_size == UINT64_MAX || file_->offset() + 1 + varint_bytes + length <= file_size)) {
+      const size_t whole = 1 + varint_bytes + static_cast<size_t>(length);
+      got = file_->Ensure(whole + 1);
+      if (!got.ok()) return got.status();
+      p = file_->data();
+      if (*got >= whole && (*got == whole || p[whole] == kPacketTag) &&
+          ParsePacket(p + 1 + varint_bytes, static_cast<size_t>(length)) &&
+          packet_.data_case() != pb::Packet::DATA_NOT_SET && packet_.data_case() != pb::Packet::kHeader) {
+        return true;
+      }
+    }
+    file_->Consume(1);
+    ++stats_.skipped_bytes;
+  }
 }
 
 absl::Status Reader::CheckZeroTail(bool* all_zero) {
@@ -488,6 +551,7 @@ absl::Status Reader::HandleEvents(const pb::EventBatch& b, uint64_t offset) {
   c.cupti_rows = AsSpan(b.cupti_rows());
   c.thread_runs = AsSpan(b.thread_runs());
   c.device_runs = AsSpan(b.device_runs());
+  c.complete_below = b.complete_below();
   return HandleColumns(c, offset);
 }
 
@@ -498,6 +562,7 @@ absl::Status Reader::HandleColumns(const BatchColumns& given, uint64_t offset) {
   if (absl::Status s = DecodeEventBatch(columns, &scratch_, &decoded_, &rows); !s.ok()) {
     return Corrupt(offset, s.message());
   }
+  if (columns.complete_below != 0) window_.ExpectMarks();
   for (size_t i = 0; i < rows; ++i) {
     const Event& e = decoded_[i];
     if (e.info == nullptr) {
@@ -506,6 +571,7 @@ absl::Status Reader::HandleColumns(const BatchColumns& given, uint64_t offset) {
     }
     window_.Push(e, visitor_);
   }
+  if (columns.complete_below != 0) window_.ReleaseBelow(columns.complete_below, visitor_);
   return absl::OkStatus();
 }
 

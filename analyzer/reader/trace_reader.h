@@ -157,6 +157,7 @@ struct TrailerInfo {
   uint64_t cupti_only_events = 0;
   uint64_t allocator_events = 0;
   uint64_t allocator_ignored = 0;
+  uint64_t dropped_frames = 0;
 };
 
 class TraceVisitor {
@@ -193,10 +194,23 @@ struct ReadStats {
   uint64_t truncated_at = 0;      // byte offset of the cut-off packet
   bool has_trailer = false;
   uint64_t unknown_api_events = 0;  // events with an api this version does not know (skipped)
+  // Event order (reorder_window.h): events processed after a later-numbered one (their order, and every number
+  // computed from them, may be wrong), the largest distance by which one missed its place, and whether the trace's
+  // batches carried low-water marks (exact order) or only the bounded window applied (older preloads).
+  uint64_t late_events = 0;
+  uint64_t max_lateness = 0;
+  bool order_marked = false;
+  // Damage (not a cut-off end): packets that could not be framed or parsed, the bytes skipped to find the next
+  // packet that verifies, and the first such place and reason.
+  uint64_t damaged_packets = 0;
+  uint64_t skipped_bytes = 0;
+  uint64_t first_damage_at = 0;
+  std::string first_damage;
 };
 
-// Reads `path` and feeds `visitor`. Returns an error for an empty file, a file that is not a cumemtrace trace, a
-// trace of a newer format version, or a packet that is corrupt (not merely cut off at the end of the file).
+// Reads `path` and feeds `visitor`. Returns an error for an empty file, a file that is not a cumemtrace trace or a
+// trace of a newer format version. A damaged packet after the header costs that packet: the reader skips to the
+// next packet that verifies and counts the damage in `stats`.
 absl::Status ReadTrace(const std::string& path, TraceVisitor& visitor, ReadStats* stats);
 
 }  // namespace cumemtrace::analyzer

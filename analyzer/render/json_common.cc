@@ -172,6 +172,12 @@ void WriteHealth(JsonWriter& w, const Overview& o) {
   w.Member("packets", s.packets);
   w.Member("events_read", s.events);
   w.Member("unknown_api_events", s.unknown_api_events);
+  w.Member("order_exact", s.late_events == 0);
+  w.Member("order_marked", s.order_marked);
+  w.Member("late_events", s.late_events);
+  w.Member("max_lateness", s.max_lateness);
+  w.Member("damaged_packets", s.damaged_packets);
+  w.Member("skipped_bytes", s.skipped_bytes);
   w.Member("failed_allocations", o.model.failed_allocations);
   w.Member("failed_frees", o.model.failed_frees);
   w.Member("unmatched_frees", o.model.unmatched_frees);
@@ -191,6 +197,7 @@ void WriteHealth(JsonWriter& w, const Overview& o) {
   trailer_field("dropped_events", t.dropped_events);
   trailer_field("unwind_failures", t.unwind_failures);
   trailer_field("truncated_stacks", t.truncated_stacks);
+  trailer_field("dropped_frames", t.dropped_frames);
   trailer_field("bytes_written", t.bytes_written);
   trailer_field("stack_nodes", t.stack_nodes);
   trailer_field("wrapper_slots_exhausted", t.wrapper_slots_exhausted);

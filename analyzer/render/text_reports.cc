@@ -25,8 +25,20 @@ std::string CommandLine(const TraceHeader& h) {
   return args.empty() ? std::string("(unknown command)") : absl::StrJoin(args, " ");
 }
 
+// Events processed out of order make every number after them suspect: say so before any number is printed.
+void AppendOrderWarning(const Overview& o, std::string* out) {
+  const ReadStats& s = o.info->stats;
+  if (s.late_events == 0) return;
+  absl::StrAppendFormat(out,
+                        "WARNING: %d events reached the analyzer after later ones (up to %d sequence numbers late)%s: "
+                        "the peaks, live sets and leaks below may be wrong.\n\n",
+                        s.late_events, s.max_lateness,
+                        s.order_marked ? "" : " in a trace without order marks (written by an older preload)");
+}
+
 // One line naming the trace and its process, for the reports other than the summary.
 void AppendTraceLine(const Overview& o, std::string* out) {
+  AppendOrderWarning(o, out);
   const TraceInfo& info = *o.info;
   absl::StrAppend(out, "trace ", Printable(info.path), ": pid ", info.header.pid, " ", CommandLine(info.header),
                   ", ran ", Seconds(info.DurationNs()), "\n\n");
@@ -34,6 +46,7 @@ void AppendTraceLine(const Overview& o, std::string* out) {
 }
 
 void AppendProcess(const Overview& o, std::string* out) {
+  AppendOrderWarning(o, out);
   const TraceInfo& info = *o.info;
   const TraceHeader& h = info.header;
   std::vector<std::vector<std::string>> rows;
@@ -237,6 +250,13 @@ void AppendHealth(const Overview& o, std::string* out) {
   absl::StrAppendFormat(out, "Health: %d events read", info.stats.events);
   if (info.stats.unknown_api_events != 0) {
     absl::StrAppendFormat(out, ", %d with an unknown api skipped", info.stats.unknown_api_events);
+  }
+  if (info.stats.late_events != 0) {
+    absl::StrAppendFormat(out, ", %d out of order (numbers may be wrong)", info.stats.late_events);
+  }
+  if (info.stats.damaged_packets != 0) {
+    absl::StrAppendFormat(out, ", %d damaged packets skipped (%d bytes)", info.stats.damaged_packets,
+                          info.stats.skipped_bytes);
   }
   if (o.model.unmatched_frees != 0) absl::StrAppendFormat(out, ", %d frees of nothing live", o.model.unmatched_frees);
   if (o.model.predating_torch_frees != 0) {

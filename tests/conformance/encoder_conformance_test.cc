@@ -217,10 +217,11 @@ TEST_F(EncoderConformance, EventBatchColumns) {
   ev.back().free_bytes = 123;
   ev.back().total_bytes = 456;
   ev.back().stack = 9;
-  ASSERT_TRUE(WriteEventBatch(&buffer_, ev.data(), ev.size()));
+  ASSERT_TRUE(WriteEventBatch(&buffer_, ev.data(), ev.size(), /*complete_below=*/11));
   auto p = OnlyPacket();
   ASSERT_TRUE(p.has_events());
   const auto& b = p.events();
+  EXPECT_EQ(b.complete_below(), 11u);
   EXPECT_EQ(b.first_seq(), 10u);
   EXPECT_EQ(b.base_time_ns(), 1000);
   ASSERT_EQ(b.api_size(), 5);
@@ -383,6 +384,7 @@ TEST_F(EncoderConformance, MemorySampleAndNotice) {
   EXPECT_EQ(n.time_ns(), 99);
   static_assert(static_cast<int>(format::NoticeCode::kCuptiUnavailable) ==
                 cumemtrace::format::Notice::CUPTI_UNAVAILABLE);
+  static_assert(static_cast<int>(format::NoticeCode::kWriteFailed) == cumemtrace::format::Notice::WRITE_FAILED);
 }
 
 TEST_F(EncoderConformance, CuptiRowsAndNewTrailerCounters) {
@@ -408,12 +410,14 @@ TEST_F(EncoderConformance, CuptiRowsAndNewTrailerCounters) {
   t.python_failures = 12;
   t.memory_samples = 13;
   t.cupti_only_events = 14;
+  t.dropped_frames = 17;
   ASSERT_TRUE(WriteTrailer(&buffer_, t));
   const auto tr = OnlyPacket().trailer();
   EXPECT_EQ(tr.python_stacks(), 11u);
   EXPECT_EQ(tr.python_failures(), 12u);
   EXPECT_EQ(tr.memory_samples(), 13u);
   EXPECT_EQ(tr.cupti_only_events(), 14u);
+  EXPECT_EQ(tr.dropped_frames(), 17u);
 }
 
 TEST_F(EncoderConformance, TorchAllocatorEventsAttachAndCounters) {

@@ -53,6 +53,7 @@ WORKLOADS = {
     "pinned_register": ("pinned_register.py", _alloc_conf(PINNED_CONF), [], 90),
     "story_oom": ("story_oom.py", {}, [], 120),
     "story_leak": ("story_leak.py", {}, [], 90),
+    "story_noleak": ("story_leak.py", {}, ["--no-leak"], 90),
     "dataloader": ("dataloader_pin.py", {}, [], 90),
     "dataloader_fork": ("dataloader_pin.py", {"CUMEMTRACE_FOLLOW_FORK": "1"}, [], 90),
     "profiler": ("torch_step.py", {}, ["--profile"], 90),

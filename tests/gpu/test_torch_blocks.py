@@ -199,3 +199,17 @@ def test_step_overhead(suite, row):
             (h.get("file_bytes") or 0) / max(h.get("allocator_events") or 1, 1),
             history.get("history_entries", 0), history.get("history_pickle_bytes", 0)), "reported")
     assert all(m > 0 for m in ms)
+
+
+def test_diff_names_the_leaking_line_first(suite, row):
+    """`cumem-analyze diff` of the slow-leak story without and with its leak (two real traces): the first peak group
+    that grew is the leaking loop's line"""
+    leak, clean = suite.run("story_leak"), suite.run("story_noleak")
+    assert leak.trace_path and clean.trace_path, "a run wrote no trace"
+    d = suite.analyze(["diff", clean.trace_path, leak.trace_path, "--top", "20"])
+    grown = [g for g in d.get("peak_groups") or [] if g.get("change_bytes", 0) > 0]
+    assert grown, "diff lists no peak group that grew"
+    line = (grown[0].get("user_frame") or {}).get("line")
+    lines = [leak.truth["forward_line"], leak.truth["append_line"]]
+    row("line %s or %s" % tuple(lines), "line %s (+%s B)" % (line, grown[0].get("change_bytes")), "first grown group ==")
+    assert line in lines, grown[0]

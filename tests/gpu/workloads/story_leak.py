@@ -9,7 +9,10 @@ loop, so that the only per-step allocations come from the forward line: the hidd
 the `leak-forward` (or `leak-append`) line as its user frame, and that group's bytes to rise over the steps, as
 memory_allocated() (recorded after every step, on the trace's clock) does.
 
-Usage: story_leak.py TRUTH_JSON. Exit 3 without CUDA.
+With --no-leak the loop keeps each loss as a Python float instead (loss.item()): the same program without the
+leak, for `cumem-analyze diff` (it must name the leaking line first).
+
+Usage: story_leak.py TRUTH_JSON [--no-leak]. Exit 3 without CUDA.
 """
 import sys
 import time
@@ -41,10 +44,11 @@ def main():
     steps = [rc.checkpoint("before_loop", step=-1, memory_allocated=torch.cuda.memory_allocated(device),
                            memory_reserved=torch.cuda.memory_reserved(device))]
 
+    no_leak = "--no-leak" in sys.argv[2:]
     losses = []
     for step in range(STEPS):
         loss = model(x * (1.0 + step)).mean()  # ROW-MARK: leak-forward
-        losses.append(loss)  # ROW-MARK: leak-append
+        losses.append(loss.item() if no_leak else loss)  # ROW-MARK: leak-append
         torch.cuda.synchronize(device)
         steps.append(rc.checkpoint("step_%d" % step, step=step,
                                    memory_allocated=torch.cuda.memory_allocated(device),
@@ -59,6 +63,7 @@ def main():
         "append_line": marks.get("leak-append"),
         "steps": steps,
         "losses_kept": len(losses),
+        "no_leak": no_leak,
         "per_step_saved_bytes": BATCH * HIDDEN * 4,
         "memory_stats": rc.safe(lambda: dict(torch.cuda.memory_stats(device))),
     })

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -350,6 +351,33 @@ TEST_F(Cli, TextReports) {
   }
   EXPECT_NE(Tool({"peak", path()}).out.find("device 0, total device memory: peak 1.3 KiB at 0.007 s, 3 allocations live"), std::string::npos);
   EXPECT_NE(Tool({"oom", path()}).out.find("driver: 1000 B free of 4.9 KiB"), std::string::npos);
+}
+
+// A trace without order marks (an older preload) whose free arrives 70 000 events late, past the reorder window: the
+// numbers cannot be trusted, and every surface says so (stderr, the report's first line, JSON health).
+TEST(CliOrder, EventsPastTheWindowAreAnnouncedEverywhere) {
+  std::vector<Ev> events;
+  events.push_back(Alloc(1, 0, 0x1000, 1 << 20));
+  for (uint64_t i = 0; i < 70000; ++i) {
+    events.push_back(Alloc(3 + 2 * i, 1, 0x100000 + 0x1000 * i, 512));
+    events.push_back(Free(4 + 2 * i, 1, 0x100000 + 0x1000 * i));
+  }
+  events.push_back(Free(2, 2, 0x1000));  // the free of the first allocation, written last
+  TraceBuilder b;
+  b.Header().Thread(1, 100, "main");
+  for (size_t i = 0; i < events.size(); i += 8192) {
+    b.Events(std::vector<Ev>(events.begin() + i, events.begin() + std::min(events.size(), i + 8192)));
+  }
+  const std::string path = b.Write("late.pb");
+  ToolResult r = Tool({path});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.err.find("could not be put in order"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.rfind("WARNING: 1 events reached the analyzer after later ones", 0), 0u) << r.out.substr(0, 300);
+  r = Tool({"peak", "--json", path});
+  const std::optional<JsonValue> json = JsonValue::Parse(r.out);
+  ASSERT_TRUE(json.has_value());
+  EXPECT_FALSE((*json)["health"]["order_exact"].boolean());
+  EXPECT_EQ((*json)["health"]["late_events"].number(), 1);
 }
 
 }  // namespace
