@@ -49,6 +49,7 @@ AnalyzeOptions OptionsFor(const CommandLine& cl) {
   o.oom_snapshots = cl.command == Command::kSummary || cl.command == Command::kOom;
   o.pinned = cl.command == Command::kSummary || cl.command == Command::kPinned;
   o.grouping = cl.grouping;
+  o.phase_filter = cl.phase_filter;
   return o;
 }
 
@@ -125,7 +126,8 @@ int RunRanks(const CommandLine& cl, std::FILE* out, std::FILE* err) {
 std::string Render(const CommandLine& cl, const Analysis& a) {
   FrameResolver resolver(a.stacks, a.symbols, a.python_frames);
   const ReportOptions options = ReportOptionsFor(cl);
-  const Overview overview{&a.info, a.model, GroupingName(cl.grouping), a.allocator.attached || a.allocator.events};
+  const Overview overview{&a.info, a.model, GroupingName(cl.grouping), a.allocator.attached || a.allocator.events,
+                          &a.phases};
   switch (cl.command) {
     case Command::kPeak: {
       PeakReport r = BuildPeakReport(a, options, resolver);

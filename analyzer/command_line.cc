@@ -35,6 +35,27 @@ absl::Status ParseCount(absl::string_view flag, absl::string_view value, size_t 
   return absl::OkStatus();
 }
 
+// --phase NAME, --window START_MS:END_MS (one of them, once).
+absl::Status ParsePhaseFlag(absl::string_view name, absl::string_view value, PhaseFilter* filter) {
+  if (filter->active()) return absl::InvalidArgumentError("give one --phase or --window");
+  if (name == "--phase") {
+    if (value.empty()) return absl::InvalidArgumentError("--phase needs the name of an NVTX range");
+    filter->phase = std::string(value);
+    return absl::OkStatus();
+  }
+  const size_t colon = value.find(':');
+  int64_t start = 0, end = 0;
+  if (colon == absl::string_view::npos || !absl::SimpleAtoi(value.substr(0, colon), &start) ||
+      !absl::SimpleAtoi(value.substr(colon + 1), &end) || start < 0 || end <= start) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--window takes START_MS:END_MS (ms after the trace's start, START < END), not '", value, "'"));
+  }
+  filter->has_window = true;
+  filter->window_start_ms = start;
+  filter->window_end_ms = end;
+  return absl::OkStatus();
+}
+
 absl::Status ParseGroupBy(absl::string_view value, GroupingOptions* out) {
   if (value == "user") {
     *out = GroupingOptions{GroupBy::kUser, ""};
@@ -152,6 +173,14 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
         if (absl::Status s = ParseCount(name, value, kMaxFrames, &frames); !s.ok()) return s;
         cl.frames = frames;
       }
+      continue;
+    }
+    if (name == "--phase" || name == "--window") {
+      if (!has_value) {
+        if (i + 1 >= args.size()) return absl::InvalidArgumentError(absl::StrCat(name, " needs a value"));
+        value = args[++i];
+      }
+      if (absl::Status s = ParsePhaseFlag(name, value, &cl.phase_filter); !s.ok()) return s;
       continue;
     }
     if (name == "--no-oom") {
@@ -305,6 +334,11 @@ options:
                (a Trainer.train() run splits into attention, MLP, optimizer, ...); frame=REGEX, by
                the innermost frame whose function or file matches REGEX. A stack without such a frame is grouped by its innermost frame outside the CUDA
                runtime and libc, marked "no user frame".
+  --phase NAME every report inside the NVTX range NAME only (torch.cuda.nvtx.range_push, nvtxRangePush...):
+               peaks reached while it was open (counting what was live when it opened), failed allocations
+               and leaks made inside it
+  --window START_MS:END_MS
+               the same for a time window, in ms after the trace's start (for programs without NVTX)
   --help       this text
   --version    the version, and the trace format versions it reads
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "analyzer/model/phases.h"
 #include "analyzer/model/stack_grouper.h"
 #include "analyzer/reports/check_bounds.h"
 
@@ -38,6 +39,7 @@ struct CommandLine {
   CheckBounds bounds;        // check: --max-peak, --max-leak, --no-oom; --device and --kind also scope exports
   std::string second_trace;  // diff: B.pb
   bool leaks = false;        // folded, pprof: --leaks (live at the end instead of live at the peak)
+  PhaseFilter phase_filter;  // --phase NAME, --window START_MS:END_MS (analyzer/model/phases.h)
 };
 
 inline constexpr size_t kMaxTop = 1000000;

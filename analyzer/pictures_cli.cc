@@ -66,6 +66,7 @@ absl::StatusOr<std::unique_ptr<Analysis>> AnalyzeForExport(const CommandLine& cl
   options.pinned = pinned;
   options.max_groups = kAllGroups;
   options.grouping = GroupingOptions{GroupBy::kStack, ""};
+  options.phase_filter = cl.phase_filter;  // folded/pprof/html/perfetto at the peaks inside --phase / --window
   absl::StatusOr<std::unique_ptr<Analysis>> a = Analyze(cl.trace, options);
   if (progress != nullptr) progress->Done();
   if (a.ok()) Warn((*a)->info, err);
@@ -156,6 +157,7 @@ int RunCheckCommand(const CommandLine& cl, std::FILE* out, std::FILE* err) {
   options.pinned = false;
   options.max_groups = 1;
   options.grouping = cl.grouping;
+  options.phase_filter = cl.phase_filter;  // check --phase validate --max-peak 8GiB
   absl::StatusOr<std::unique_ptr<Analysis>> analysis = Analyze(cl.trace, options);
   if (!analysis.ok()) return Fail(analysis.status(), err, kExitUsage);
   const Analysis& a = **analysis;

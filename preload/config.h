@@ -16,6 +16,9 @@
 //   CUMEMTRACE_TORCH_BLOCKS 0: do not attach to PyTorch's caching allocator: segments only (default on)
 //   CUMEMTRACE_QUIET        1: no "cumemtrace: wrote ..." line on stderr at a clean end (default: printed)
 //   CUMEMTRACE_LINES        0: no file:line from debug info at exit (read by symbolize.cc)
+//   CUMEMTRACE_NVTX         0: decline NVTX's injection call, so no phases (read by nvtx_injection.cc when NVTX
+//                           calls it; NVTX calls only the library named by NVTX_INJECTION64_PATH, which the
+//                           launcher sets to this one unless it is set already or --no-nvtx is given)
 //   RANK, LOCAL_RANK, WORLD_SIZE  (set by torchrun / MPI launchers) the header's rank fields when numbers
 #ifndef CUMEMTRACE_PRELOAD_CONFIG_H_
 #define CUMEMTRACE_PRELOAD_CONFIG_H_

@@ -25,6 +25,7 @@
 #include "preload/log.h"
 #include "preload/module_map.h"
 #include "preload/native_stack.h"
+#include "preload/phase_pending.h"
 #include "preload/python_frame_table.h"
 #include "preload/python_frames.h"
 #include "preload/python_splice.h"
@@ -81,6 +82,7 @@ bool g_cupti_tried = false;   // CUMEMTRACE_CUPTI=1: StartCupti ran once in this
 bool g_cupti_enabled = false;
 char g_cupti_failure[256];
 MemorySampler g_sampler;      // lock-free; reset at start
+PendingPhases g_pending_phases;  // NVTX ranges opened before tracing started (under g_start_lock and g_lock)
 
 // Health counters for the trailer.
 uint64_t g_events = 0;
@@ -307,6 +309,18 @@ int ReadArgv(char* buffer, size_t size, const char** argv, int max_args) {
   return argc;
 }
 
+// Writes the ranges opened before tracing started, each after a Thread packet for its thread. Called with g_lock
+// held, right after the header.
+void WritePendingPhasesLocked() {
+  for (size_t i = 0; i < g_pending_phases.size(); ++i) {
+    const PendingPhase& p = g_pending_phases.at(i);
+    if (!WriteThread(&g_out, p.thread, p.tid, p.thread_name)) g_out.ClearError();
+    PhaseRecord r{0, p.time_ns, p.thread, p.kind, p.name, p.name_size, p.range_id, p.domain};
+    if (!WritePhase(&g_out, r)) g_out.ClearError();
+  }
+  g_pending_phases.Clear();
+}
+
 void WriteHeaderLocked() {
   static char cmdline[16384];
   static const char* argv[256];
@@ -390,6 +404,7 @@ void Start() {
   StartCuptiOnce();
   pthread_mutex_lock(&g_lock);
   WriteHeaderLocked();
+  WritePendingPhasesLocked();
   NotePythonSupportLocked(PythonFramesSupport(), PythonSupportMessage());
   if (g_config.cupti && !g_cupti_enabled) {
     char message[320];
@@ -492,6 +507,7 @@ void AtForkChild() {
   g_sink.Abandon();
   g_out.Clear();
   g_batch_size = 0;
+  g_pending_phases.Clear();  // the parent's open ranges are the parent's
   if (state == kRunning && g_config.follow_fork) {
     ResetForForkedChildLocked();
     g_forked_child = true;
@@ -657,6 +673,40 @@ void NoteAllocatorIgnored() {
   pthread_mutex_lock(&g_lock);
   ++g_allocator_ignored;
   pthread_mutex_unlock(&g_lock);
+}
+
+void RecordPhase(uint32_t kind, const char* name, size_t name_size, uint64_t range_id, uint32_t domain) {
+  ThreadState& self = Self();
+  if (self.in_recorder != 0) return;
+  int state = g_state.load(std::memory_order_acquire);
+  if (state == kOff) return;
+  ++self.in_recorder;
+  int saved_errno = errno;
+  const int64_t now = NowNs();
+  char thread_name[16] = "";
+  if (self.thread_index == 0 || self.name_changed) prctl(PR_GET_NAME, thread_name);
+  // Before tracing runs, wait for a Start() in progress (it holds g_start_lock throughout): a range is then either
+  // kept here before Start() writes the pending ones, or written after it.
+  const bool before_start = state != kRunning;
+  if (before_start) pthread_mutex_lock(&g_start_lock);
+  pthread_mutex_lock(&g_lock);
+  state = g_state.load(std::memory_order_acquire);
+  if (state == kRunning) {
+    EnsureThreadLocked(self, thread_name);
+    PhaseRecord r{LastSequence(), now, self.thread_index, kind, name, name_size,
+                  range_id, domain};
+    if (!WritePhase(&g_out, r)) g_out.ClearError();
+  } else if (state == kUninitialized) {
+    if (self.thread_index == 0) {
+      self.thread_index = g_next_thread_index++;
+      self.name_changed = true;  // its Thread packet: with a pending range at the start, else at its next event
+    }
+    g_pending_phases.Note(kind, self.thread_index, Gettid(), thread_name, name, name_size, range_id, domain, now);
+  }
+  pthread_mutex_unlock(&g_lock);
+  if (before_start) pthread_mutex_unlock(&g_start_lock);
+  errno = saved_errno;
+  --self.in_recorder;
 }
 
 void Record(const CallRecord& call) {

@@ -80,6 +80,10 @@ void NoteOnce(format::NoticeCode code, const char* message);
 void NoteAllocatorAttached(const AllocatorAttachRecord& attach);
 // Counts a trace entry of PyTorch's allocator that was not written (trailer allocator_ignored).
 void NoteAllocatorIgnored();
+// For preload/nvtx_injection.cc: writes a Phase packet (`kind` a format::PhaseKind; `name` need not be
+// NUL-terminated). Before tracing starts, ranges still open are kept and written when it starts (after_seq 0).
+// Keeps errno; never starts tracing.
+void RecordPhase(uint32_t kind, const char* name, size_t name_size, uint64_t range_id, uint32_t domain);
 
 }  // namespace cumemtrace::preload
 

@@ -208,6 +208,20 @@ bool WriteAllocatorAttach(ByteBuffer* out, const AllocatorAttachRecord& a) {
   return p.Finish();
 }
 
+bool WritePhase(ByteBuffer* out, const PhaseRecord& ph) {
+  PacketScope p(out, f::packet::kPhase);
+  WireEncoder& e = p.enc();
+  namespace pf = f::phase;
+  e.Uint64(pf::kAfterSeq, ph.after_seq);
+  e.Int64(pf::kTimeNs, ph.time_ns);
+  e.Uint64(pf::kThread, ph.thread);
+  e.Uint64(pf::kKind, ph.kind);
+  e.Bytes(pf::kName, ph.name, ph.name_size);
+  e.Uint64(pf::kRangeId, ph.range_id);
+  e.Uint64(pf::kDomain, ph.domain);
+  return p.Finish();
+}
+
 bool WriteEventBatch(ByteBuffer* out, const EventRecord* ev, size_t n, uint64_t complete_below) {
   if (n == 0) return true;
   namespace ef = f::events;

@@ -79,6 +79,18 @@ struct MemorySampleRecord {
   uint64_t after_seq;
 };
 
+// trace.proto's Phase: an NVTX range opened or closed, or a mark (preload/nvtx_injection.cc).
+struct PhaseRecord {
+  uint64_t after_seq;
+  int64_t time_ns;
+  uint32_t thread;
+  uint32_t kind;            // format::PhaseKind
+  const char* name;         // not NUL-terminated: name_size bytes
+  size_t name_size;
+  uint64_t range_id;
+  uint32_t domain;
+};
+
 struct ModuleEntry;
 class StackTable;
 
@@ -101,6 +113,7 @@ bool WriteMemorySample(ByteBuffer* out, const MemorySampleRecord& sample);
 // `code` is a format::NoticeCode value.
 bool WriteNotice(ByteBuffer* out, uint32_t code, const char* message, int64_t time_ns);
 bool WriteAllocatorAttach(ByteBuffer* out, const AllocatorAttachRecord& attach);
+bool WritePhase(ByteBuffer* out, const PhaseRecord& phase);
 // `complete_below`: every event numbered below it is in this batch or an earlier one (0: not known).
 bool WriteEventBatch(ByteBuffer* out, const EventRecord* events, size_t count, uint64_t complete_below = 0);
 bool WriteTrailer(ByteBuffer* out, const TrailerRecord& trailer);

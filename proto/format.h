@@ -22,7 +22,7 @@ inline constexpr uint32_t kTracePacket = 1;
 namespace packet {
 inline constexpr uint32_t kHeader = 1, kThread = 2, kModule = 3, kStackNodes = 4, kEvents = 5, kStrings = 6,
                           kSymbols = 7, kTrailer = 8, kDevice = 9, kPythonFrames = 10,
-                          kMemorySample = 11, kNotice = 12, kAllocatorAttach = 13;
+                          kMemorySample = 11, kNotice = 12, kAllocatorAttach = 13, kPhase = 14;
 }
 namespace header {
 inline constexpr uint32_t kMagic = 1, kFormatVersion = 2, kToolVersion = 3, kPid = 4, kPpid = 5, kArgv = 6,
@@ -54,6 +54,9 @@ inline constexpr uint32_t kCode = 1, kMessage = 2, kTimeNs = 3;
 }
 namespace allocator_attach {
 inline constexpr uint32_t kAfterSeq = 1, kTimeNs = 2, kLibrary = 3, kDevices = 4, kConfig = 5, kAtFirstSegment = 6;
+}
+namespace phase {
+inline constexpr uint32_t kAfterSeq = 1, kTimeNs = 2, kThread = 3, kKind = 4, kName = 5, kRangeId = 6, kDomain = 7;
 }
 namespace strings {
 inline constexpr uint32_t kFirstId = 1, kValue = 2;
@@ -107,6 +110,9 @@ inline constexpr const char* NoticeCodeName(NoticeCode code) {
   }
   return "unknown";
 }
+
+// Phase kinds (trace.proto's Phase.Kind).
+enum class PhaseKind : uint32_t { kUnknown = 0, kPush = 1, kPop = 2, kStart = 3, kEnd = 4, kMark = 5 };
 
 // A stack node pc with this bit set names a Python frame (PythonFrames id) instead of an address; id 0 = "no Python
 // frames on this thread". User-space addresses on every platform cumemtrace runs on leave bit 63 clear.

@@ -20,6 +20,7 @@
 #include "analyzer/model/driver_memory.h"
 #include "analyzer/model/memory_model.h"
 #include "analyzer/model/owners.h"
+#include "analyzer/model/phases.h"
 #include "analyzer/model/pinned_tracker.h"
 #include "analyzer/model/python_frame_table.h"
 #include "analyzer/model/stack_grouper.h"
@@ -42,6 +43,7 @@ struct AnalyzeOptions {
   // allocations went by since it (so snapshots cost at most one visited allocation per event).
   size_t oom_snapshot_first = 100;
   size_t max_pinned_log = size_t{1} << 20;  // pinned changes kept for the end; beyond: a second read
+  PhaseFilter phase_filter;  // --phase / --window: peaks, OOMs and leaks inside it only (phases.h)
   GroupingOptions grouping;  // how snapshots, leaks and pinned spikes merge stacks (default: one group per stack)
   std::function<void(uint64_t)> progress;  // called with the events read so far, now and then (may be empty)
 };
@@ -70,6 +72,7 @@ struct LeakGroup {
   // Of the bytes live at the end, those already allocated at 1/4, 1/2 and 3/4 of the trace and at its end (the
   // last = bytes): a loop that keeps something every step reads as a steady climb, a one-time allocation as flat.
   std::array<uint64_t, kGrowthPoints> growth{};
+  std::string phase;    // the phase current when the largest stack's first allocation found was made ("": none)
 };
 
 struct LeakTotal {
@@ -86,6 +89,7 @@ struct OomRecord {
   uint64_t live_bytes = 0;      // traced live bytes in that scope at the failure
   uint64_t live_count = 0;
   GroupedSnapshot live_by_stack;  // taken per AnalyzeOptions::oom_snapshot_first
+  std::string phase;              // the failing thread's innermost open phase, else any open one ("": none)
   // A failure PyTorch's caching allocator asked for (its stack's owner is PyTorch) on a device with the allocator
   // layer: the allocator's state then.
   bool has_torch = false;
@@ -115,6 +119,7 @@ struct Analysis {
   PinnedResult pinned;
   std::vector<OwnerUsage> owners;            // memory by owner per device (owners.h)
   std::vector<DriverMemory> driver_memory;  // per GPU with MemorySample packets (driver_memory.h)
+  PhaseResults phases;                      // NVTX ranges, peaks per phase, the filter (phases.h)
   AllocatorResult allocator;  // PyTorch's caching allocator's blocks (allocator_result.h); empty without them
   bool second_pass = false;  // the pinned changes outgrew their log and the trace was read again
 

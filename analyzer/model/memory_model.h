@@ -71,6 +71,7 @@ class MemoryModel {
   uint64_t next_index() const { return stats_.events; }
   const LiveSet& live() const { return live_; }
   const Timelines& timelines() const { return timelines_; }
+  Timelines& mutable_timelines() { return timelines_; }  // for the phase gate (phases.h)
   const ModelStats& stats() const { return stats_; }
 
  private:

@@ -79,10 +79,16 @@ bool SameScope(const SnapshotFilter& a, const SnapshotFilter& b) {
 
 void ScanPass::OnEvent(const Event& event) {
   const uint64_t index = model_.next_index();
+  if (phases_.active()) phases_.Before(event, index, a_.info.header.start_time_ns, model_.mutable_timelines());
   After(event, model_.Apply(event), index);
 }
 
 void ScanPass::OnEvents(absl::Span<const Event> events) {
+  if (phases_.active()) {  // phase transitions go between events: no look-ahead
+    for (const Event& e : events) OnEvent(e);
+    if (options_.progress) options_.progress(model_.stats().events);
+    return;
+  }
   model_.ApplyAll(events, [this](const Event& e, const Outcome& o, uint64_t index) { After(e, o, index); });
   if (options_.progress) options_.progress(model_.stats().events);
 }
@@ -129,6 +135,7 @@ void ScanPass::KeepOom(const Event& event, uint64_t index) {
   r.event = event;
   r.index = index;
   r.scope = MemoryScopeOf(event.device, event.info->kind);
+  r.phase = phases_.CurrentPhase(event.thread);
   r.live_bytes = LiveBytesIn(model_.timelines(), r.scope, &r.live_count);
   if (layer_.Find(event.device) != nullptr && !IsHostMemory(event.info->kind) && IsPytorchStack(event.stack)) {
     r.has_torch = true;
@@ -238,7 +245,9 @@ void ScanPass::FinishLeaks() {
     at[i] = start + static_cast<int64_t>(static_cast<__int128>(duration) * (i + 1) / kGrowthPoints);
   }
   model_.live().ForEach([&](uint64_t, const Allocation& alloc) {
+    if (!phases_.Inside(alloc.index)) return;  // --phase / --window: made inside it
     LeakGroup& g = by_stack[LeakKey{alloc.device, alloc.kind, alloc.stack}];
+    if (g.count == 0) g.phase = phases_.PhaseAt(alloc.index);
     g.device = alloc.device;
     g.kind = alloc.kind;
     g.stack = alloc.stack;
@@ -291,6 +300,8 @@ void ScanPass::FinishLeaks() {
 }
 
 bool ScanPass::Finish() {
+  a_.phases = phases_.Finish(a_.info.StartNs() + a_.info.DurationNs(), model_.next_index(),
+                             model_.mutable_timelines());
   a_.model = model_.stats();
   a_.owners = owners_.Results();
   a_.driver_memory = driver_.Finish(owners_);

@@ -32,6 +32,7 @@ class ScanPass : public TraceVisitor {
   }
   void OnNotice(const NoticeInfo& notice) override { a_.info.notices.push_back(notice); }
   void OnMemorySample(const MemorySample& sample) override { driver_.Add(sample, owners_); }
+  void OnPhase(const PhaseInfo& phase) override { phases_.Add(phase); }
   void OnAllocatorAttach(const AllocatorAttachInfo& attach) override;
   void OnEvent(const Event& event) override;
   void OnEvents(absl::Span<const Event> events) override;
@@ -48,11 +49,12 @@ class ScanPass : public TraceVisitor {
   TorchAtFailure AtFailure(int32_t device);
   bool IsPytorchStack(uint64_t stack) { return owners_.Name(owners_.OwnerOf(stack)).slug == "pytorch"; }
   void After(const Event& event, const Outcome& outcome, uint64_t index) {
+    if (phases_.active()) phases_.After(event, index, model_.timelines());
     a_.info.NoteEventTime(event.time_ns);
     driver_.Before(event.seq, owners_);  // samples taken before this event see the owners' state without it
     owners_.Apply(event, outcome);
     if (format::IsTorchApi(event.api)) ApplyTorch(event, index);
-    if (outcome.effect == Effect::kFailedAlloc) KeepOom(event, index);
+    if (outcome.effect == Effect::kFailedAlloc && phases_.Inside(index)) KeepOom(event, index);
     if (options_.pinned && !pinned_overflow_) LogPinned(event, outcome);
   }
   void KeepOom(const Event& event, uint64_t index);
@@ -64,6 +66,7 @@ class ScanPass : public TraceVisitor {
   MemoryModel model_;
   OwnerTracker owners_{a_.stacks, a_.symbols, a_.info.header.executable};
   DriverMemoryTracker driver_;
+  PhaseTracker phases_{options_.phase_filter};
   AllocatorLayer layer_;
   std::vector<OomRecord> first_ooms_;
   std::deque<OomRecord> last_ooms_;

@@ -32,6 +32,21 @@ const DeviceSeries* Timelines::FindDevice(int32_t device) const {
   return it == by_device_.end() ? nullptr : it->second;
 }
 
+void Timelines::SetPeakGate(bool open, const EventStamp& last) {
+  peak_gate_open_ = open;
+  if (!open) return;
+  for (const auto& d : devices_) {
+    for (int i = 0; i < kNumSeries; ++i) {
+      Series& s = d->series[i];
+      if (s.bytes <= s.peak_bytes) continue;
+      s.peak_bytes = s.bytes;
+      s.peak_count = s.count;
+      s.peak = last;
+      d->freed_since_peak[i].clear();
+    }
+  }
+}
+
 std::vector<const DeviceSeries*> Timelines::Devices() const {
   std::vector<const DeviceSeries*> out;
   for (const auto& d : devices_) out.push_back(d.get());

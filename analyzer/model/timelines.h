@@ -72,8 +72,8 @@ class Timelines {
  public:
   void Add(const Allocation& a, const EventStamp& when) {
     DeviceSeries& d = ForDevice(a.device);
-    Bump(d, static_cast<int>(a.kind) % kNumSeries, a.size, when);
-    if (InDeviceTotal(a.kind)) Bump(d, kDeviceTotalSeries, a.size, when);
+    Bump(d, static_cast<int>(a.kind) % kNumSeries, a.size, when, peak_gate_open_);
+    if (InDeviceTotal(a.kind)) Bump(d, kDeviceTotalSeries, a.size, when, peak_gate_open_);
   }
   void Remove(const Allocation& a) {
     DeviceSeries& d = ForDevice(a.device);
@@ -86,15 +86,18 @@ class Timelines {
   const DeviceSeries* FindDevice(int32_t device) const;
   // Every device seen, by ordinal.
   std::vector<const DeviceSeries*> Devices() const;
+  // Peaks move only while the gate is open (a phase filter, phases.h; open by default). Opening it makes each
+  // series' current value a peak candidate as of `last`, the last event applied before the phase began.
+  void SetPeakGate(bool open, const EventStamp& last);
 
  private:
-  static void Bump(DeviceSeries& d, int series, uint64_t size, const EventStamp& when) {
+  static void Bump(DeviceSeries& d, int series, uint64_t size, const EventStamp& when, bool peaks) {
     Series& s = d.series[series];
     s.bytes += size;
     ++s.count;
     ++s.allocations;
     s.allocated_bytes += size;
-    if (s.bytes > s.peak_bytes) {
+    if (peaks && s.bytes > s.peak_bytes) {
       s.peak_bytes = s.bytes;
       s.peak_count = s.count;
       s.peak = when;
@@ -117,6 +120,7 @@ class Timelines {
   std::vector<std::unique_ptr<DeviceSeries>> devices_;
   absl::flat_hash_map<int32_t, DeviceSeries*> by_device_;
   DeviceSeries* cached_ = nullptr;
+  bool peak_gate_open_ = true;
 };
 
 }  // namespace cumemtrace::analyzer

@@ -438,6 +438,19 @@ absl::Status Reader::HandlePacket(const uint8_t* data, size_t size, uint64_t off
       visitor_.OnAllocatorAttach(info);
       break;
     }
+    case pb::Packet::kPhase: {
+      const pb::Phase& ph = packet_.phase();
+      PhaseInfo info;
+      info.after_seq = ph.after_seq();
+      info.time_ns = ph.time_ns();
+      info.thread = ph.thread();
+      info.kind = static_cast<format::PhaseKind>(ph.kind());
+      info.name = ph.name();
+      info.range_id = ph.range_id();
+      info.domain = ph.domain();
+      visitor_.OnPhase(info);
+      break;
+    }
     case pb::Packet::kTrailer:
       stats_.has_trailer = true;
       visitor_.OnTrailer(Convert(packet_.trailer()));

@@ -110,6 +110,17 @@ struct AllocatorAttachInfo {
   bool at_first_segment = false;
 };
 
+// An NVTX range opened or closed, or a mark (trace.proto's Phase): the program's own phases.
+struct PhaseInfo {
+  uint64_t after_seq = 0;  // the last sequence number handed out when it happened (0: before every event)
+  int64_t time_ns = 0;
+  uint32_t thread = 0;     // ThreadInfo::index
+  format::PhaseKind kind = format::PhaseKind::kUnknown;
+  std::string name;        // empty for pops and ends
+  uint64_t range_id = 0;   // starts and ends
+  uint32_t domain = 0;     // 0: NVTX's default domain
+};
+
 struct Event {
   uint64_t seq = 0;
   int64_t time_ns = 0;
@@ -164,6 +175,8 @@ class TraceVisitor {
   virtual void OnMemorySample(const MemorySample&) {}
   virtual void OnNotice(const NoticeInfo&) {}
   virtual void OnAllocatorAttach(const AllocatorAttachInfo&) {}
+  // Phases arrive in file order, like samples: after_seq places them among the events.
+  virtual void OnPhase(const PhaseInfo&) {}
   virtual void OnEvent(const Event&) {}
   // Events in chunks, in order, as the reader has them ready. The default hands them to OnEvent one by one;
   // visitors that can use the look-ahead (prefetching) override it. A visitor sees each event once either way.

@@ -2,6 +2,9 @@
 // packet clears incremental state. trace_processor sorts packets by timestamp, so tracks need not interleave.
 #include "analyzer/render/export_perfetto.h"
 
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "analyzer/model/cuda_errors.h"
 #include "analyzer/render/text_common.h"
@@ -17,6 +20,7 @@ constexpr uint64_t kOomUuid = 2;
 constexpr uint64_t kPeakUuid = 3;
 constexpr uint64_t kSeriesUuid = 0x1000;
 constexpr uint64_t kDriverUuid = 0x2000;
+constexpr uint64_t kPhaseUuid = 0x100000;  // + a track per (thread, domain) of pushed ranges, then one per start/end
 
 using perfetto::TracePacket;
 using perfetto::TrackEvent;
@@ -105,6 +109,33 @@ std::string PerfettoTrace(const Analysis& a, const History& h) {
       CounterTrack(trace, start, uuid, absl::StrCat(DeviceName(p.device), " driver: used"));
     }
     Counter(trace, at(p.time_ns), uuid, p.used_bytes);
+  }
+  // Phases (NVTX ranges): pushed ranges as nested slices on a track per thread and domain; a start/end range,
+  // which may overlap others, on a track of its own.
+  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint64_t> phase_tracks;
+  uint64_t next_phase_track = kPhaseUuid;
+  for (const PhaseRange& r : a.phases.ranges) {
+    uint64_t uuid;
+    if (r.stacked) {
+      auto [it, inserted] = phase_tracks.try_emplace(std::make_pair(r.thread, r.domain), next_phase_track);
+      if (inserted) {
+        ++next_phase_track;
+        EventTrack(trace, start, it->second,
+                   absl::StrCat("phases: thread ", r.thread, r.domain != 0 ? absl::StrCat(" domain ", r.domain) : ""));
+      }
+      uuid = it->second;
+    } else {
+      uuid = next_phase_track++;
+      EventTrack(trace, start, uuid, absl::StrCat("phase: ", r.name));
+    }
+    TrackEvent* begin = NewPacket(trace, at(a.info.Relative(r.begin_ns)))->mutable_track_event();
+    begin->set_type(TrackEvent::TYPE_SLICE_BEGIN);
+    begin->set_track_uuid(uuid);
+    begin->set_name(r.name);
+    begin->add_categories("nvtx");
+    TrackEvent* end = NewPacket(trace, at(a.info.Relative(r.end_ns)))->mutable_track_event();
+    end->set_type(TrackEvent::TYPE_SLICE_END);
+    end->set_track_uuid(uuid);
   }
   for (const OomRecord& r : a.ooms) {
     const Event& e = r.event;

@@ -4,6 +4,7 @@
 
 #include "analyzer/render/json_common.h"
 #include "analyzer/render/json_owners.h"
+#include "analyzer/render/phases_render.h"
 #include "analyzer/render/json_torch.h"
 
 namespace cumemtrace::analyzer {
@@ -40,6 +41,7 @@ void WritePeaks(JsonWriter& w, const PeakReport& r) {
   w.BeginArray();
   for (const PeakSection& s : r.device_totals) WritePeakSection(w, s);
   w.EndArray();
+  WritePhasesJson(w, r.phases, r.start_ns);
   WriteTorchPeaksJson(w, r);
 }
 
@@ -61,6 +63,7 @@ void WriteLeaks(JsonWriter& w, const LeakReport& r) {
     w.BeginArray();
     for (uint64_t b : e.growth) w.Uint(b);
     w.EndArray();
+    w.Member("phase", e.phase);
     w.EndObject();
   }
   w.EndArray();
@@ -116,6 +119,7 @@ void WriteOoms(JsonWriter& w, const OomReport& r) {
     w.Member("live_count", o.live_count);
     w.Member("thread", o.thread_name);
     w.Member("thread_index", o.thread);
+    w.Member("phase", o.phase);
     w.Member("stack_id", o.stack_id);
     w.Key("stack");
     WriteStack(w, o.stack);
@@ -190,6 +194,7 @@ std::string Document(const Overview& overview, absl::string_view command, Body b
   JsonWriter w(&out, kIndent);
   w.BeginObject();
   WriteOverview(w, overview, command);
+  if (overview.phases != nullptr) WritePhaseFilterJson(w, *overview.phases);
   body(w);
   w.EndObject();
   out.push_back('\n');

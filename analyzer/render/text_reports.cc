@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "analyzer/model/timelines.h"
+#include "analyzer/render/phases_render.h"
 #include "analyzer/render/text_common.h"
 #include "analyzer/render/text_owners.h"
 #include "analyzer/render/text_torch.h"
@@ -41,6 +42,7 @@ void AppendTraceLine(const Overview& o, std::string* out) {
   const TraceInfo& info = *o.info;
   absl::StrAppend(out, "trace ", Printable(info.path), ": pid ", info.header.pid, " ", CommandLine(info.header),
                   ", ran ", Seconds(info.DurationNs()), "\n\n");
+  if (o.phases != nullptr) AppendPhaseFilterText(*o.phases, out);
 }
 
 void AppendProcess(const Overview& o, std::string* out) {
@@ -138,6 +140,7 @@ void AppendOom(const OomEntry& o, bool details, std::string* out) {
   absl::StrAppendFormat(out, "  traced live %s: %s in %s\n",
                         o.live_is_host ? "host memory" : absl::StrCat("on ", DeviceName(o.device)),
                         HumanBytes(o.live_bytes), Plural(o.live_count, "allocation", "allocations"));
+  if (!o.phase.empty()) absl::StrAppend(out, "  in phase ", Printable(o.phase), "\n");
   if (o.has_verdict) absl::StrAppend(out, "  PyTorch's allocator asked: ", VerdictText(o.verdict, {}), "\n");
   absl::StrAppend(out, "  requested by thread ", ThreadLabel(o.thread, o.thread_name), " at\n");
   AppendStack(o.stack, o.view, kFrameIndent, out);
@@ -160,6 +163,7 @@ void AppendLeakEntries(const LeakReport& r, std::string* out) {
                           GroupLabelText(e.label, e.stack_id),
                           e.pytorch_cache ? "  [cached by PyTorch: not a leak]" : "");
     absl::StrAppend(out, kFrameIndent, "live at each quarter of the run: ", GrowthText(e.growth), "\n");
+    if (!e.phase.empty()) absl::StrAppend(out, kFrameIndent, "allocated in phase ", Printable(e.phase), "\n");
     AppendStack(e.frames, e.view, kFrameIndent, out);
   }
   if (r.group_count > r.top.size()) {
@@ -291,6 +295,7 @@ std::string PeakText(const Overview& o, const PeakReport& r) {
   std::string out;
   AppendTraceLine(o, &out);
   AppendPeakTable(r, &out);
+  AppendPhasesText(r.phases, r.start_ns, &out);
   for (const PeakSection* s : OrderedSections(r, true, false)) AppendPeakSection(*s, &out);
   AppendTorchLayerNote(r.torch_layer, &out);
   AppendTorchPeaks(r.torch, true, &out);
@@ -374,6 +379,7 @@ std::string SummaryText(const Overview& o, const SummaryReport& r) {
   std::string out;
   AppendProcess(o, &out);
   AppendPeakTable(r.peak, &out);
+  AppendPhasesText(r.peak.phases, r.peak.start_ns, &out);
   for (const PeakSection* s : OrderedSections(r.peak, false, false)) AppendPeakSection(*s, &out);
   AppendTorchLayerNote(r.peak.torch_layer, &out);
   AppendTorchPeaks(r.peak.torch, false, &out);

@@ -44,6 +44,7 @@ LeakReport BuildLeakReport(const Analysis& a, const ReportOptions& options, Fram
     e.pytorch_cache = g.pytorch_cache;
     e.label = LabelGroup(g.key, g.stack, g.stacks, a.grouper.get(), resolver);
     e.growth = g.growth;
+    e.phase = g.phase;
     r.top.push_back(std::move(e));
   }
   return r;

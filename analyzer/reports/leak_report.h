@@ -23,6 +23,7 @@ struct LeakEntry {
   GroupLabel label;
   StackView view;
   std::array<uint64_t, kGrowthPoints> growth{};  // see LeakGroup::growth
+  std::string phase;  // the phase its allocations were made in (LeakGroup::phase), "" for none
   bool pytorch_cache = false;  // see LeakGroup::pytorch_cache
 };
 

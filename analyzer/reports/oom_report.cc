@@ -12,6 +12,7 @@ OomReport BuildOomReport(const Analysis& a, const ReportOptions& options, FrameR
     const Event& e = rec.event;
     OomEntry o;
     o.seq = e.seq;
+    o.phase = rec.phase;
     o.time_ns = a.info.Relative(e.time_ns);
     o.device = e.device;
     o.kind = format::KindName(e.info->kind);

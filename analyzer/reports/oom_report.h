@@ -41,6 +41,7 @@ struct OomEntry {
   uint64_t group_count = 0;  // groups live then in all
   uint64_t other_bytes = 0;  // live in stacks not listed
   uint64_t other_count = 0;
+  std::string phase;  // the phase running on the failing thread (or anywhere), "" for none
   // PyTorch's caching allocator asked (the trace has its layer): its state then, and the verdict.
   bool has_verdict = false;
   OomVerdict verdict;

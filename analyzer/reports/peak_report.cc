@@ -36,6 +36,8 @@ PeakSection MakeSection(const Analysis& a, const PeakResult& p, const ReportOpti
 
 PeakReport BuildPeakReport(const Analysis& a, const ReportOptions& options, FrameResolver& resolver) {
   PeakReport report;
+  report.phases = a.phases;
+  report.start_ns = a.info.StartNs();
   for (const PeakResult& p : a.peaks) {
     PeakSection s = MakeSection(a, p, options, resolver);
     if (p.series == kDeviceTotalSeries) {

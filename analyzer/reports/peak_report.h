@@ -34,6 +34,8 @@ struct PeakSection {
 struct PeakReport {
   std::vector<PeakSection> peaks;          // one per (device, kind) with allocations
   std::vector<PeakSection> device_totals;  // one per device with device memory (kind "total")
+  PhaseResults phases;                     // peak per NVTX phase, the --phase / --window filter
+  int64_t start_ns = 0;                    // the trace's start, for the phases' times
   TorchLayerSummary torch_layer;
   std::vector<TorchPeakSection> torch;     // PyTorch's allocator per device (empty without its layer)
 };

@@ -58,6 +58,7 @@ struct Overview {
   ModelStats model;
   std::string group_by = "stack";  // GroupingName of the grouping the reports used
   bool allocator_layer = false;    // the trace has PyTorch's caching-allocator layer
+  const PhaseResults* phases = nullptr;  // for the --phase / --window line (null: none)
 };
 
 // The label of a group keyed by `key` whose largest stack is `stack` (`grouper` null: a plain stack).

@@ -67,6 +67,8 @@ WORKLOADS = {
     "frag_oom": ("frag_oom.py", {}, [], 90),
     "gpt2_overhead": ("gpt2_overhead.py", {}, [], 240),
     "gpt2_history": ("gpt2_overhead.py", {}, ["--history"], 240),
+    # NVTX phases (test_nvtx_phases.py): the traced run names the preload to NVTX, as the launcher does.
+    "nvtx_phases": ("nvtx_phases.py", {"NVTX_INJECTION64_PATH": "{preload}"}, [], 120),
     # Cold TorchInductor and Triton caches for each run ({work} and {tag} are filled in per run).
     "graphs_compile": ("graphs_compile.py", {"TORCHINDUCTOR_COMPILE_THREADS": "1",
                                              "TORCHINDUCTOR_CACHE_DIR": "{work}/cache_inductor_{tag}",
@@ -86,7 +88,7 @@ UNSET = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMOR
          "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_ALLOCATOR",
          "CUPY_GPU_MEMORY_LIMIT", "LD_PRELOAD", "CUMEMTRACE_OUTPUT", "CUMEMTRACE_PYTHON", "CUMEMTRACE_FOLLOW_FORK",
          "CUMEMTRACE_FOLLOW_EXEC", "CUMEMTRACE_CUPTI", "CUMEMTRACE_ROOT_PID", "CUMEMTRACE_LIB", "RANK",
-         "LOCAL_RANK", "WORLD_SIZE")
+         "LOCAL_RANK", "WORLD_SIZE", "NVTX_INJECTION64_PATH", "CUMEMTRACE_NVTX")
 
 
 def pytest_addoption(parser):
@@ -222,7 +224,9 @@ class Suite(object):
             tag = name if traced else name + "_plain"
             truth_path = os.path.join(self.work, tag + "_truth.json")
             trace_dir = os.path.join(self.work, "tr_" + tag)
-            env = {k: v.format(work=self.work, tag=tag) for k, v in extra.items()}
+            # "{preload}" values (NVTX_INJECTION64_PATH) belong to the traced run only.
+            env = {k: v.format(work=self.work, tag=tag, preload=self.preload) for k, v in extra.items()
+                   if traced or "{preload}" not in v}
             if traced:
                 os.makedirs(trace_dir, exist_ok=True)
                 env.update({"LD_PRELOAD": self.preload,
