@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "analyzer/render/utf8.h"
 #include "analyzer/reports/symbolic_frame.h"
 #include "proto/pprof_profile.pb.h"
 
@@ -18,9 +19,11 @@ class ProfileBuilder {
  public:
   explicit ProfileBuilder(const Analysis& a) : resolver_(a.stacks, a.symbols, a.python_frames) { String(""); }
 
+  // pprof's string table is proto3 `string`: names and paths from the trace (bytes) are repaired to UTF-8 there
+  // (found by tests/fuzz: a module path with a stray byte made a profile `go tool pprof` rejects).
   int64_t String(const std::string& s) {
     auto [it, added] = strings_.try_emplace(s, profile_.string_table_size());
-    if (added) profile_.add_string_table(s);
+    if (added) profile_.add_string_table(ValidUtf8(s));
     return it->second;
   }
 
