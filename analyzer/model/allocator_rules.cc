@@ -48,13 +48,13 @@ size_t ParseRoundup(const std::vector<std::string>& t, size_t i, AllocatorConfig
     const std::string& key = t[i];
     if (i + 2 >= t.size() || t[i + 1] != ":") return i;
     uint64_t value = 0;
-    absl::SimpleAtoi(t[i + 2], &value);
+    if (!absl::SimpleAtoi(t[i + 2], &value)) return i;  // not a number: the rest is not understood
     i += 2;
     if (key == ">") {
       std::fill(d.begin() + std::min(last_index + 1, kTorchRoundupIntervals), d.end(), value);
     } else {
       uint64_t boundary_mb = 0;
-      absl::SimpleAtoi(key, &boundary_mb);
+      if (!absl::SimpleAtoi(key, &boundary_mb)) return i;
       const int index = std::clamp(Log2Floor(boundary_mb), 0, kTorchRoundupIntervals - 1);
       if (first) std::fill(d.begin(), d.begin() + index, value);
       first = false;

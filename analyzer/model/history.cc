@@ -13,7 +13,7 @@ namespace {
 class HistoryPass : public TraceVisitor {
  public:
   HistoryPass(const Analysis& a, const HistoryOptions& options, History& h)
-      : a_(a), options_(options), h_(h), owners_(a.stacks, a.symbols, a.info.header.executable) {
+      : options_(options), h_(h), owners_(a.stacks, a.symbols, a.info.header.executable) {
     start_ = a.info.StartNs();
     duration_ = std::max<int64_t>(a.info.DurationNs(), 1);
     h_.buckets = std::max(options.buckets, 1);
@@ -158,7 +158,6 @@ class HistoryPass : public TraceVisitor {
     h_.moments.push_back(std::move(m));
   }
 
-  const Analysis& a_;
   const HistoryOptions& options_;
   History& h_;
   MemoryModel model_;
