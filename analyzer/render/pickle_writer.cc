@@ -3,6 +3,8 @@
 
 #include <limits>
 
+#include "analyzer/render/utf8.h"
+
 namespace cumemtrace::analyzer {
 namespace {
 
@@ -29,32 +31,6 @@ constexpr char kLongBinGet = 'j';
 
 void AppendLe(uint64_t v, int bytes, std::string* out) {
   for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-// Length of the valid UTF-8 sequence at s[i] (1..4; surrogates and overlong forms are not valid), or 0.
-size_t Utf8Length(absl::string_view s, size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  if (c < 0x80) return 1;
-  size_t n;
-  uint32_t cp;
-  uint32_t min;
-  if ((c & 0xE0) == 0xC0) {
-    n = 2, cp = c & 0x1F, min = 0x80;
-  } else if ((c & 0xF0) == 0xE0) {
-    n = 3, cp = c & 0x0F, min = 0x800;
-  } else if ((c & 0xF8) == 0xF0) {
-    n = 4, cp = c & 0x07, min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if ((b & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
 }
 
 void AppendInt(int64_t v, std::string* out) {
@@ -133,18 +109,7 @@ void PickleWriter::EndList() { EndDict(); }
 
 void PickleWriter::String(absl::string_view value) {
   BeforeValue();
-  std::string text;
-  text.reserve(value.size());
-  for (size_t i = 0; i < value.size();) {
-    const size_t n = Utf8Length(value, i);
-    if (n == 0) {
-      text.append("\xEF\xBF\xBD");  // U+FFFD
-      ++i;
-    } else {
-      text.append(value.data() + i, n);
-      i += n;
-    }
-  }
+  const std::string text = ValidUtf8(value);  // BINUNICODE must hold UTF-8
   out_->push_back(kBinUnicode);
   AppendLe(text.size(), 4, out_);
   out_->append(text);

@@ -1,7 +1,7 @@
-// UTF-8 repair for the exports whose formats declare strings UTF-8 (pprof's proto3 string table): names and paths
-// in a trace are bytes (the traced process owes us no UTF-8: a Latin-1 file name, a thread name cut inside a
-// character), and a proto3 `string` holding invalid UTF-8 makes strict readers (Go's protobuf, so `go tool pprof`)
-// reject the whole file, and libprotobuf log an error on serializing it.
+// UTF-8 checks and repair for every writer whose format wants UTF-8 (JSON, pickle's BINUNICODE, pprof's proto3 string
+// table). Names and paths in a trace are bytes (the traced process owes us no UTF-8: a Latin-1 file name, a thread
+// name cut inside a character); a proto3 `string` holding invalid UTF-8 makes strict readers (Go's protobuf, so
+// `go tool pprof`) reject the whole file, and libprotobuf log an error on serializing it.
 #ifndef CUMEMTRACE_ANALYZER_RENDER_UTF8_H_
 #define CUMEMTRACE_ANALYZER_RENDER_UTF8_H_
 
