@@ -12,7 +12,8 @@ import sys
 PACKETS = {1: "Header", 2: "Thread", 3: "Module", 4: "StackNodes", 5: "EventBatch", 6: "Strings", 7: "Symbols",
            8: "Trailer", 9: "Device"}
 COLUMNS = {1: "first_seq", 2: "base_time_ns", 3: "seq_delta", 4: "time_delta_ns", 5: "api", 6: "address_delta",
-           7: "size", 8: "stack", 9: "thread", 10: "device", 11: "stream", 12: "aux", 13: "failures"}
+           7: "size", 8: "stack", 9: "thread", 10: "device", 11: "stream", 12: "aux", 13: "failures",
+           14: "cupti_rows", 15: "complete_below", 16: "thread_runs", 17: "device_runs", 18: "address_shift"}
 
 
 def varint(data, pos):

@@ -239,9 +239,17 @@ bool WriteEventBatch(ByteBuffer* out, const EventRecord* ev, size_t n, uint64_t 
   PackedVarints(e, ef::kTimeDeltaNs, n,
                 [&](size_t i) { return ZigZag(ev[i].time_ns - (i == 0 ? ev[0].time_ns : ev[i - 1].time_ns)); });
   PackedVarints(e, ef::kApi, n, [&](size_t i) { return static_cast<uint64_t>(ev[i].api); });
+  // Device addresses share their low zero bits (PyTorch's blocks: 512-byte multiples; segments: 2 MiB): the deltas
+  // are stored without them. The shift of the whole batch, so that one odd address (a host pointer) costs nothing
+  // but that batch's saving.
+  uint64_t all_bits = 0;
+  for (size_t i = 0; i < n; ++i) all_bits |= ev[i].address;
+  const int shift = all_bits == 0 ? 0 : __builtin_ctzll(all_bits);
   PackedVarints(e, ef::kAddressDelta, n, [&](size_t i) {
-    return ZigZag(static_cast<int64_t>(ev[i].address - (i == 0 ? 0 : ev[i - 1].address)));
+    // Both addresses are multiples of 2^shift, so the wrapped difference is too: the arithmetic shift is exact.
+    return ZigZag(static_cast<int64_t>(ev[i].address - (i == 0 ? 0 : ev[i - 1].address)) >> shift);
   });
+  if (shift > 0) e.Uint64(ef::kAddressShift, static_cast<uint64_t>(shift));
   // Per-api columns: only rows whose api has the value.
   auto info = [&](size_t i) { return format::FindApi(ev[i].api); };
   {

@@ -13,7 +13,8 @@ namespace cumemtrace::format {
 
 inline constexpr uint64_t kMagic = 0x435254454d454d43ull;  // "CUMEMTRC" little-endian
 // Version 2: the stack column covers only rows whose api has a stack; thread/device columns may be run-length coded.
-inline constexpr uint32_t kFormatVersion = 2;
+// Version 3: an EventBatch may store its address deltas divided by 2^address_shift.
+inline constexpr uint32_t kFormatVersion = 3;
 inline constexpr int32_t kHostDevice = -1;
 
 // Field numbers (see trace.proto).
@@ -68,7 +69,7 @@ namespace events {
 inline constexpr uint32_t kFirstSeq = 1, kBaseTimeNs = 2, kSeqDelta = 3, kTimeDeltaNs = 4, kApi = 5,
                           kAddressDelta = 6, kSize = 7, kStack = 8, kThread = 9, kDevice = 10, kStream = 11,
                           kAux = 12, kFailures = 13, kCuptiRows = 14, kCompleteBelow = 15,
-                          kThreadRuns = 16, kDeviceRuns = 17;
+                          kThreadRuns = 16, kDeviceRuns = 17, kAddressShift = 18;
 }
 namespace failure {
 inline constexpr uint32_t kRow = 1, kResult = 2, kFreeBytes = 3, kTotalBytes = 4, kHasMemInfo = 5;

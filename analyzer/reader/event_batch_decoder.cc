@@ -88,6 +88,10 @@ absl::Status DecodeEventBatch(const BatchColumns& given, DecodeScratch* scratch,
   *rows_out = 0;
   if (c.time_delta_ns.size() != rows) return CountError("time_delta_ns", c.time_delta_ns.size(), rows, "rows");
   if (c.address_delta.size() != rows) return CountError("address_delta", c.address_delta.size(), rows, "rows");
+  if (c.address_shift > 63) {
+    return absl::DataLossError(absl::StrCat("event batch address_shift is ", c.address_shift, " (at most 63)"));
+  }
+  const uint32_t address_shift = static_cast<uint32_t>(c.address_shift);
   if (!c.seq_delta.empty() && c.seq_delta.size() != rows) {
     return absl::DataLossError(absl::StrCat("event batch column seq_delta has ", c.seq_delta.size(),
                                             " entries for ", rows, " rows (want one per row, or none)"));
@@ -150,7 +154,7 @@ absl::Status DecodeEventBatch(const BatchColumns& given, DecodeScratch* scratch,
     Event& e = events[i];
     seq = dense_seq ? c.first_seq + i : seq + static_cast<uint64_t>(seq_delta[i]);
     time += static_cast<uint64_t>(c.time_delta_ns[i]);
-    address += static_cast<uint64_t>(c.address_delta[i]);
+    address += static_cast<uint64_t>(c.address_delta[i]) << address_shift;
     const uint32_t api = c.api[i];
     const uint8_t columns = LookupColumns(api);
     const uint64_t has_size = columns & kColumnSize;

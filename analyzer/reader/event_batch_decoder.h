@@ -41,6 +41,7 @@ struct BatchColumns {
   uint64_t complete_below = 0;            // the batch's low-water mark (0 = none written)
   absl::Span<const uint32_t> thread_runs;  // version 2: run lengths of `thread` (empty: not run-length coded)
   absl::Span<const uint32_t> device_runs;
+  uint64_t address_shift = 0;              // version 3: address_delta holds deltas divided by 2^address_shift
   uint32_t format_version = 1;             // the header's: 2 = the stack column covers only rows with a stack
 };
 

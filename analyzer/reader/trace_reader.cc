@@ -552,6 +552,7 @@ absl::Status Reader::HandleEvents(const pb::EventBatch& b, uint64_t offset) {
   c.thread_runs = AsSpan(b.thread_runs());
   c.device_runs = AsSpan(b.device_runs());
   c.complete_below = b.complete_below();
+  c.address_shift = b.address_shift();
   return HandleColumns(c, offset);
 }
 

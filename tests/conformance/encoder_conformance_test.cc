@@ -201,6 +201,33 @@ EventRecord Event(uint64_t seq, int64_t time, Api api, uint64_t address, uint64_
   return e;
 }
 
+// The address column drops the low zero bits all addresses of a batch share, and gives every address back exactly:
+// deltas down and up, across the top of the address space, and with one odd address no shift at all.
+TEST_F(EncoderConformance, EventBatchAddressShift) {
+  const std::vector<std::vector<uint64_t>> batches = {
+      {0x7f3a00000000, 0x7f3a00000200, 0x7f39ffe00000, 0x200, 0xfffffffffffffe00, 0x7f3a00000200},
+      {0x7f3a00000000, 0x7f3a00000201, 0x7f3a00000000},
+      {0, 0}};
+  const std::vector<uint64_t> want_shift = {9, 0, 0};
+  for (size_t k = 0; k < batches.size(); ++k) {
+    buffer_.Clear();
+    std::vector<EventRecord> ev;
+    for (size_t i = 0; i < batches[k].size(); ++i) {
+      ev.push_back(Event(1 + i, 100 * i, Api::kTorchAlloc, batches[k][i], 512));
+    }
+    ASSERT_TRUE(WriteEventBatch(&buffer_, ev.data(), ev.size(), /*complete_below=*/1));
+    auto p = OnlyPacket();
+    const auto& b = p.events();
+    EXPECT_EQ(b.address_shift(), want_shift[k]) << k;
+    ASSERT_EQ(b.address_delta_size(), static_cast<int>(ev.size()));
+    uint64_t address = 0;
+    for (int i = 0; i < b.address_delta_size(); ++i) {
+      address += static_cast<uint64_t>(b.address_delta(i)) << b.address_shift();
+      EXPECT_EQ(address, ev[i].address) << k << " row " << i;
+    }
+  }
+}
+
 TEST_F(EncoderConformance, EventBatchColumns) {
   std::vector<EventRecord> ev;
   ev.push_back(Event(10, 1000, Api::kCudaMalloc, 0x7f0000000000, 1 << 20));
@@ -222,6 +249,7 @@ TEST_F(EncoderConformance, EventBatchColumns) {
   ASSERT_TRUE(p.has_events());
   const auto& b = p.events();
   EXPECT_EQ(b.complete_below(), 11u);
+  EXPECT_EQ(b.address_shift(), 16u);  // every address is a multiple of 0x10000 (0 included)
   EXPECT_EQ(b.first_seq(), 10u);
   EXPECT_EQ(b.base_time_ns(), 1000);
   ASSERT_EQ(b.api_size(), 5);
@@ -233,7 +261,7 @@ TEST_F(EncoderConformance, EventBatchColumns) {
   for (int i = 0; i < 5; ++i) {
     seq += b.seq_delta(i);
     time += b.time_delta_ns(i);
-    address += static_cast<uint64_t>(b.address_delta(i));
+    address += static_cast<uint64_t>(b.address_delta(i)) << b.address_shift();
     EXPECT_EQ(seq, ev[i].seq) << i;
     EXPECT_EQ(time, ev[i].time_ns) << i;
     EXPECT_EQ(address, ev[i].address) << i;

@@ -55,7 +55,7 @@ TEST_F(Cli, HelpAndVersion) {
   EXPECT_EQ(r.out.rfind("usage: cumem-analyze [subcommand] TRACE.pb", 0), 0u);
   r = Tool({"--version"});
   EXPECT_EQ(r.code, 0);
-  EXPECT_NE(r.out.find("reads trace format versions up to 2"), std::string::npos);
+  EXPECT_NE(r.out.find("reads trace format versions up to 3"), std::string::npos);
 }
 
 TEST_F(Cli, BadInputExit1WithOneLine) {

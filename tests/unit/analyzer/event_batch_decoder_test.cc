@@ -20,6 +20,41 @@ TEST(EventBatchDecoder, EmptyBatch) {
   EXPECT_TRUE(DecodeEventBatch(c, &out, &rows).ok());
 }
 
+// Version 3: deltas are stored divided by 2^address_shift; the reader multiplies back, wrapping like the deltas.
+TEST(EventBatchDecoder, AddressShift) {
+  const std::vector<int64_t> address_delta = {0x3f9d000000, 1, -0x3f9d000002, 1};
+  const std::vector<int64_t> zeros = {0, 0, 0, 0};
+  const std::vector<uint32_t> api = {40, 60, 40, 60};  // cudaMalloc, cudaFree, cudaMalloc, cudaFree
+  const std::vector<uint64_t> size = {512, 1024};
+  const std::vector<uint64_t> stack = {0};  // one stack, thread and device for every row
+  const std::vector<uint32_t> thread = {1};
+  const std::vector<int32_t> device = {0};
+  BatchColumns c;
+  c.first_seq = 1;
+  c.stack = stack;
+  c.thread = thread;
+  c.device = device;
+  c.time_delta_ns = zeros;
+  c.api = api;
+  c.address_delta = address_delta;
+  c.size = size;
+  c.address_shift = 9;
+  c.format_version = 3;
+  std::vector<Event> out;
+  size_t rows = 0;
+  absl::Status decoded = DecodeEventBatch(c, &out, &rows);
+  ASSERT_TRUE(decoded.ok()) << decoded;
+  ASSERT_EQ(rows, 4u);
+  EXPECT_EQ(out[0].address, 0x7f3a00000000u);
+  EXPECT_EQ(out[1].address, 0x7f3a00000200u);
+  EXPECT_EQ(out[2].address, 0xfffffffffffffe00u);  // below zero: wraps as the deltas do
+  EXPECT_EQ(out[3].address, 0u);
+  c.address_shift = 64;
+  absl::Status bad = DecodeEventBatch(c, &out, &rows);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.message(), "event batch address_shift is 64 (at most 63)");
+}
+
 TEST(EventBatchDecoder, SeqDeltasAndWrapping) {
   const std::vector<int64_t> seq_delta = {0, 2, -1, 5};
   const std::vector<int64_t> time_delta = {7, -3, 0, 10};

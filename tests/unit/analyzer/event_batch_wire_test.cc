@@ -28,6 +28,7 @@ bool Check(const std::string& bytes) {
   const BatchColumns& c = wire.columns();
   EXPECT_EQ(c.first_seq, slow.first_seq());
   EXPECT_EQ(c.base_time_ns, slow.base_time_ns());
+  EXPECT_EQ(c.address_shift, slow.address_shift());
   ExpectSame(c.seq_delta, slow.seq_delta(), "seq_delta");
   ExpectSame(c.time_delta_ns, slow.time_delta_ns(), "time_delta_ns");
   ExpectSame(c.api, slow.api(), "api");
@@ -56,6 +57,7 @@ format::EventBatch RandomBatch(std::mt19937_64& rng) {
   format::EventBatch b;
   b.set_first_seq(value());
   b.set_base_time_ns(static_cast<int64_t>(value()));
+  if (rng() % 2) b.set_address_shift(static_cast<uint32_t>(value()));
   const int rows = static_cast<int>(rng() % 50);
   for (int i = 0; i < rows; ++i) {
     if (rng() % 2) b.add_seq_delta(static_cast<int64_t>(value()));
