@@ -299,6 +299,29 @@ extern "C" __attribute__((visibility("default"))) void* fake_torch_malloc(size_t
   return fake::allocator.load()->malloc(size, device);
 }
 extern "C" __attribute__((visibility("default"))) void fake_torch_free(void* ptr) { fake::allocator.load()->free(ptr); }
+namespace {
+// `frames` native frames between the caller and the allocator, as PyTorch's dispatcher puts 30 to 40 between a
+// Python binding and the caching allocator (bench/torch_workload.py measures the tracker's cost at a given depth).
+__attribute__((noinline)) void* MallocNested(size_t size, int device, int frames) {
+  void* p = frames <= 0 ? fake::allocator.load()->malloc(size, device) : MallocNested(size, device, frames - 1);
+  asm volatile("" : : "r"(p) : "memory");  // no tail call: each level stays a frame
+  return p;
+}
+__attribute__((noinline)) void FreeNested(void* ptr, int frames) {
+  if (frames <= 0) {
+    fake::allocator.load()->free(ptr);
+  } else {
+    FreeNested(ptr, frames - 1);
+  }
+  asm volatile("" : : : "memory");
+}
+}  // namespace
+extern "C" __attribute__((visibility("default"))) void* fake_torch_malloc_nested(size_t size, int device, int frames) {
+  return MallocNested(size, device, frames);
+}
+extern "C" __attribute__((visibility("default"))) void fake_torch_free_nested(void* ptr, int frames) {
+  FreeNested(ptr, frames);
+}
 extern "C" __attribute__((visibility("default"))) void fake_torch_empty_cache() {
   fake::allocator.load()->emptyCache();
 }
