@@ -8,11 +8,6 @@ namespace {
 constexpr size_t kCodeCacheSlots = 1 << 14;
 constexpr size_t kFramesPerPacket = 512;
 
-bool SameIdentity(const PythonCodeIdentity& x, const PythonCodeIdentity& y) {
-  return x.filename == y.filename && x.qualname == y.qualname && x.linetable == y.linetable &&
-         x.firstlineno == y.firstlineno;
-}
-
 }  // namespace
 
 const PythonFrameTable::Code* PythonFrameTable::FindCode(uintptr_t code, StringTable* strings) {
@@ -75,6 +70,7 @@ void PythonFrameTable::Reset() {
   frame_index_.Reset();
   instr_index_.Reset();
   first_pending_ = 1;
+  memo_.Reset();
 }
 
 }  // namespace cumemtrace::preload

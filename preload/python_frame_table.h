@@ -13,6 +13,7 @@
 #include "preload/mapped_array.h"
 #include "preload/pair_index.h"
 #include "preload/python_frames.h"
+#include "preload/python_stack_memo.h"
 #include "preload/string_table.h"
 
 namespace cumemtrace::preload {
@@ -21,6 +22,12 @@ class PythonFrameTable {
  public:
   // The frame id (>= 1) of `frame`, 0 when memory ran out. New names go into `strings`.
   uint64_t Intern(const RawPythonFrame& frame, StringTable* strings);
+
+  // The ids of every frame of `stack`, a stack of thread `thread` (ids[i] for stack.frames[i], 0 where memory ran
+  // out): the frames it shares with that thread's previous stack cost a comparison (python_stack_memo.h).
+  void InternStack(uint32_t thread, const RawPythonStack& stack, StringTable* strings, uint64_t* ids) {
+    memo_.Intern(thread, stack, this, strings, ids);
+  }
 
   // Writes the PythonFrames interned since the last call (their strings must have been written before).
   bool WritePending(ByteBuffer* out);
@@ -49,6 +56,7 @@ class PythonFrameTable {
   PairIndex frame_index_;               // (function << 32 | file, line) -> id
   PairIndex instr_index_;               // (code, hash of identity and instr) -> id
   size_t first_pending_ = 1;
+  PythonStackMemo memo_;  // remembers ids of this table: reset with it
 };
 
 }  // namespace cumemtrace::preload

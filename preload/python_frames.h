@@ -71,6 +71,10 @@ struct PythonCodeIdentity {
   int32_t firstlineno;
 };
 PythonCodeIdentity IdentifyPythonCode(uintptr_t code);
+inline bool SameIdentity(const PythonCodeIdentity& x, const PythonCodeIdentity& y) {
+  return x.filename == y.filename && x.qualname == y.qualname && x.linetable == y.linetable &&
+         x.firstlineno == y.firstlineno;
+}
 
 // Decodes CPython 3.11+'s location table (`table`, `size` bytes) and returns the line of code unit `instr` for a code
 // object whose first line is `first_line`; 0 when the instruction has no line. Exposed for tests.

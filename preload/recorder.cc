@@ -212,8 +212,8 @@ void RetryPythonLookup() {
 // The stack an event carries: native frames with the thread's Python frames spliced in where the interpreter ran
 // them; a marker frame when Python runs but this thread has none. Returns the frame count. Called with g_lock held
 // (interning), after the native and Python stacks were taken outside it.
-int ComposeStackLocked(const uintptr_t* native, int native_count, PythonCapture capture, const RawPythonStack& py,
-                       uintptr_t* out, int max_out) {
+int ComposeStackLocked(uint32_t thread, const uintptr_t* native, int native_count, PythonCapture capture,
+                       const RawPythonStack& py, uintptr_t* out, int max_out) {
   if (capture == PythonCapture::kOff) {
     for (int i = 0; i < native_count; ++i) out[i] = native[i];
     return native_count;
@@ -232,11 +232,12 @@ int ComposeStackLocked(const uintptr_t* native, int native_count, PythonCapture 
     }
   }
   if (capture == PythonCapture::kOk || capture == PythonCapture::kBroken) {
+    uint64_t ids[kMaxPythonFrames];
+    g_python_frames.InternStack(thread, py, &g_strings, ids);
     // Interning may fail (out of memory): such a frame is left out, and its group shrinks with it.
     for (int g = 0; g < py.group_count; ++g) {
       for (int i = g == 0 ? 0 : py.group_end[g - 1]; i < py.group_end[g]; ++i) {
-        uint64_t id = g_python_frames.Intern(py.frames[i], &g_strings);
-        if (id != 0) python[count++] = format::PcOfPythonFrameId(id);
+        if (ids[i] != 0) python[count++] = format::PcOfPythonFrameId(ids[i]);
       }
       group_end[groups++] = static_cast<uint16_t>(count);
     }
@@ -777,7 +778,7 @@ void Record(const CallRecord& call) {
     g_dropped_frames += dropped_frames;
     // Under g_lock: one buffer for all threads keeps the hook's own stack use small on threads with small stacks.
     static uintptr_t frames[kMaxStackDepth + kMaxPythonFrames + 1];
-    int frame_count = ComposeStackLocked(pcs, depth, python_capture, python, frames,
+    int frame_count = ComposeStackLocked(self.thread_index, pcs, depth, python_capture, python, frames,
                                          static_cast<int>(sizeof(frames) / sizeof(frames[0])));
     ev.stack = g_stacks.Intern(frames, frame_count);
     ev.thread = self.thread_index;
