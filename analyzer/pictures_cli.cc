@@ -4,8 +4,10 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "analyzer/cli.h"
 #include "analyzer/progress.h"
 #include "analyzer/model/analysis.h"
@@ -17,6 +19,7 @@
 #include "analyzer/render/gzip.h"
 #include "analyzer/render/html_data.h"
 #include "analyzer/render/html_report.h"
+#include "analyzer/render/text_common.h"
 #include "analyzer/model/history.h"
 #include "analyzer/reports/check.h"
 #include "analyzer/reports/diff_report.h"
@@ -133,7 +136,27 @@ int RunProfileCommand(const CommandLine& cl, std::FILE* err) {
   return kExitOk;
 }
 
-// torch-snapshot: its own read of the trace (the torch.* events and stacks); no Analysis needed.
+// PyTorch's snapshot format has no place to say that a block's size is an estimate: stderr says it.
+std::string SnapshotEstimateWarning(const SnapshotEstimates& e) {
+  if (!e.any()) return "";
+  std::vector<std::string> why;
+  if (e.estimated_blocks != 0) {
+    why.push_back(Plural(e.estimated_blocks, "active block estimated", "active blocks estimated"));
+  }
+  if (e.mismatches != 0) {
+    why.push_back(Plural(e.mismatches, "event the layout disagreed with", "events the layout disagreed with"));
+  }
+  if (!e.unmodelled.empty()) {
+    std::vector<std::string> settings;
+    for (const std::string& setting : e.unmodelled) settings.push_back(Printable(setting));
+    why.push_back(absl::StrCat("settings not modelled: ", absl::StrJoin(settings, ", ")));
+  }
+  if (e.attached_late) why.push_back("tracker attached after the allocator's first segment");
+  return absl::StrCat("warning: block sizes in the snapshot's segments are estimates (", absl::StrJoin(why, "; "),
+                      ")\n");
+}
+
+// torch-snapshot: its own read of the trace (the torch.* events and stacks, the allocator layer); no Analysis.
 int RunTorchSnapshotCommand(const CommandLine& cl, std::FILE* err) {
   absl::StatusOr<std::unique_ptr<TorchSnapshot>> snapshot = BuildTorchSnapshot(cl.trace);
   if (!snapshot.ok()) return Fail(snapshot.status(), err, kExitBadInput);
@@ -145,6 +168,7 @@ int RunTorchSnapshotCommand(const CommandLine& cl, std::FILE* err) {
                        " live blocks outside every segment\n"),
           err);
   }
+  Write(SnapshotEstimateWarning(s.estimates), err);
   const std::string bytes = cl.json ? TorchSnapshotJson(s) : TorchSnapshotPickle(s);
   if (absl::Status st = WriteOutput(cl.output, bytes, nullptr); !st.ok()) return Fail(st, err, kExitBadInput);
   return kExitOk;

@@ -106,6 +106,7 @@ void AllocatorLayer::Alloc(Device& d, const Event& e, const EventStamp& when) {
     sit->second.blocks.emplace(e.address, FreeBlock(size, e.stream));
   }
   TorchSegment& seg = sit->second;
+  if (seg.expandable) seg.small_pool = TorchIsSmall(rounded);  // the pool whose expandable segment this is
   auto it = std::prev(seg.blocks.upper_bound(e.address));
   bool estimated = seg.inferred;
   if (it->second.state != TorchBlockState::kFree) {
@@ -401,6 +402,17 @@ TorchFigures AllocatorLayer::Figures(int32_t device) const {
     }
   }
   return f;
+}
+
+const TorchBlock* AllocatorLayer::BlockAt(int32_t device, uint64_t address) const {
+  auto d = devices_.find(device);
+  if (d == devices_.end()) return nullptr;
+  const std::map<uint64_t, TorchSegment>& segments = d->second->segments;
+  auto sit = segments.upper_bound(address);
+  if (sit == segments.begin()) return nullptr;
+  --sit;
+  auto it = sit->second.blocks.find(address);
+  return it == sit->second.blocks.end() ? nullptr : &it->second;
 }
 
 std::vector<TorchSegmentView> AllocatorLayer::Map(int32_t device) const {

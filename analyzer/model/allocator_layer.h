@@ -54,7 +54,9 @@ struct TorchBlock {
 struct TorchSegment {
   uint64_t size = 0;
   uint64_t stream = 0;
-  bool small_pool = false;   // a 2 MiB segment of the small pool
+  // Of the small pool: a 2 MiB segment, or a mapped range whose blocks were asked for by small requests (PyTorch
+  // keeps one expandable segment per pool, so a range holds blocks of one pool only).
+  bool small_pool = false;
   bool expandable = false;   // mapped range of an expandable segment
   bool inferred = false;     // no SEGMENT event: made up around an ALLOC outside every known segment
   std::map<uint64_t, TorchBlock> blocks;  // by address; together they cover the segment exactly
@@ -142,6 +144,8 @@ class AllocatorLayer {
   std::vector<const TorchDeviceStats*> Devices() const;
   const TorchDeviceStats* Find(int32_t device) const;
   TorchFigures Figures(int32_t device) const;
+  // The block that starts at `address` on `device` now (allocated, pending or free), or nullptr.
+  const TorchBlock* BlockAt(int32_t device, uint64_t address) const;
   // The segment/block map of `device` now, by address.
   std::vector<TorchSegmentView> Map(int32_t device) const;
   // Calls fn(device, address, block) for each live tensor (allocated block) of `device`, or of every device for

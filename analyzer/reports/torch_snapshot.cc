@@ -1,14 +1,15 @@
-// BuildTorchSnapshot (see torch_snapshot.h): one pass that replays the torch.* events per device (blocks, segments,
-// mapped ranges) and remembers the stack of each live driver allocation, then lays the blocks live at the end out
-// over their segments.
+// BuildTorchSnapshot (see torch_snapshot.h): one pass that feeds the torch.* events to the allocator layer and
+// writes device_traces as it goes (a free takes its block's requested size and stack from the layer, before the
+// layer applies it), and remembers the stack of each live driver allocation and mapping; then reads the layer's
+// segments and blocks off at the end.
 #include "analyzer/reports/torch_snapshot.h"
 
 #include <algorithm>
-#include <iterator>
-#include <map>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "analyzer/model/allocator_layer.h"
+#include "analyzer/model/allocator_rules.h"
 #include "analyzer/reader/trace_reader.h"
 
 namespace cumemtrace::analyzer {
@@ -16,32 +17,9 @@ namespace {
 
 using format::Api;
 
-constexpr uint64_t kMinBlockSize = 512;          // PyTorch's kMinBlockSize
-constexpr uint64_t kSmallSize = uint64_t{1} << 20;  // kSmallSize: larger requests go to the large pool
-constexpr uint64_t kSmallBuffer = uint64_t{2} << 20;  // kSmallBuffer: the small pool's segment size
-
-struct LiveBlock {
-  uint64_t requested = 0;
-  uint64_t stream = 0;
-  uint64_t stack = 0;
-  bool pending_free = false;
-};
-
-struct LiveSegment {
-  uint64_t size = 0;  // for mapped ranges: the end address instead
-  uint64_t stream = 0;
-  uint64_t stack = 0;
-};
-
-struct DeviceState {
-  std::map<uint64_t, LiveBlock> blocks;
-  std::map<uint64_t, LiveSegment> segments;  // segment_alloc'd
-  std::map<uint64_t, LiveSegment> mapped;    // expandable segments: start -> {end, stream, stack}
-};
-
 class SnapshotPass : public TraceVisitor {
  public:
-  explicit SnapshotPass(TorchSnapshot& s) : s_(s) {}
+  SnapshotPass(TorchSnapshot& s, uint64_t until_seq) : s_(s), until_seq_(until_seq) {}
 
   void OnHeader(const TraceHeader& header) override { s_.info.header = header; }
   void OnDevice(const DeviceInfo& device) override { s_.info.devices[device.ordinal] = device; }
@@ -56,9 +34,17 @@ class SnapshotPass : public TraceVisitor {
     s_.info.has_trailer = true;
     s_.info.trailer = trailer;
   }
+  void OnAllocatorAttach(const AllocatorAttachInfo& attach) override {
+    if (attached_) return;  // one tracker per process: a second attach changes nothing (as in the analysis)
+    attached_ = true;
+    AllocatorConfig config = ParseAllocatorConfig(attach.config);
+    s_.estimates.unmodelled = config.unmodelled;
+    s_.estimates.attached_late = !attach.at_first_segment;
+    layer_.SetConfig(std::move(config));
+  }
   void OnEvent(const Event& e) override;
 
-  // Lays out the segments live at the end.
+  // Reads the segments off the layer.
   void Finish();
 
  private:
@@ -86,23 +72,26 @@ class SnapshotPass : public TraceVisitor {
     auto it = driver_stacks_.find(SpaceAddress{space, address});
     return it == driver_stacks_.end() ? 0 : it->second;
   }
-  void TorchEvent(const Event& e);
-  void Free(const Event& e, DeviceState& d, bool requested, bool completed);
-  void Map(DeviceState& d, uint64_t start, uint64_t end, uint64_t stream, uint64_t stack);
-  void Unmap(DeviceState& d, uint64_t start, uint64_t end);
-  void LayOut(int32_t device, const DeviceState& d, uint64_t start, const LiveSegment& seg, uint64_t end,
-              bool expandable);
+  void TorchEvent(const Event& e, uint64_t index);
+  // The entries of a free, from the block the layer holds at its address (before the layer applies the free).
+  void Free(const Event& e, bool requested, bool completed);
+  SnapshotSegment Segment(int32_t device, const TorchSegmentView& v);
 
   TorchSnapshot& s_;
-  std::map<int32_t, DeviceState> devices_;
+  const uint64_t until_seq_;
+  AllocatorLayer layer_;
+  bool attached_ = false;
+  uint64_t index_ = 0;  // replay position of the next event
   // The stack of each live driver allocation and mapping, so that a segment gets the stack that made it.
   absl::flat_hash_map<SpaceAddress, uint64_t> driver_stacks_;
 };
 
 void SnapshotPass::OnEvent(const Event& e) {
+  const uint64_t index = index_++;
+  if (e.seq > until_seq_) return;
   s_.info.NoteEventTime(e.time_ns);
   if (e.info->space == format::Space::kTorchBlock || e.info->space == format::Space::kTorchSegment) {
-    TorchEvent(e);
+    TorchEvent(e, index);
     return;
   }
   if (e.result != 0) return;
@@ -113,184 +102,118 @@ void SnapshotPass::OnEvent(const Event& e) {
   }
 }
 
-void SnapshotPass::Free(const Event& e, DeviceState& d, bool requested, bool completed) {
-  SnapshotTraceEntry entry;
-  entry.addr = e.address;
-  entry.time_us = TimeUs(e.time_ns);
-  auto it = d.blocks.find(e.address);
-  if (it == d.blocks.end()) {
+void SnapshotPass::Free(const Event& e, bool requested, bool completed) {
+  const TorchBlock* b = layer_.BlockAt(e.device, e.address);
+  if (b == nullptr || b->state == TorchBlockState::kFree) {
     // No size, no stack, and memory_viz's segment view fails on a free whose block it cannot find: left out.
     ++s_.unmatched_frees;
     return;
   }
-  entry.size = it->second.requested;
-  entry.stream = it->second.stream;
-  entry.stack = it->second.stack;
+  SnapshotTraceEntry entry;
+  entry.addr = e.address;
+  entry.time_us = TimeUs(e.time_ns);
+  entry.size = b->requested;
+  entry.stream = b->stream;
+  entry.stack = b->stack;
   std::vector<SnapshotTraceEntry>& trace = Trace(e.device);
   if (requested) {
     entry.action = TraceAction::kFreeRequested;
     trace.push_back(entry);
-    it->second.pending_free = true;
   }
   if (completed) {
     entry.action = TraceAction::kFreeCompleted;
     trace.push_back(entry);
-    d.blocks.erase(it);
   }
 }
 
-void SnapshotPass::Map(DeviceState& d, uint64_t start, uint64_t end, uint64_t stream, uint64_t stack) {
-  auto next = d.mapped.lower_bound(start);
-  if (next != d.mapped.begin()) {
-    auto prev = std::prev(next);
-    if (prev->second.size == start && prev->second.stream == stream) {
-      start = prev->first;
-      stack = prev->second.stack;
-      d.mapped.erase(prev);
-    }
-  }
-  if (next != d.mapped.end() && next->first == end && next->second.stream == stream) {
-    end = next->second.size;
-    d.mapped.erase(next);
-  }
-  d.mapped[start] = LiveSegment{end, stream, stack};
-}
-
-void SnapshotPass::Unmap(DeviceState& d, uint64_t start, uint64_t end) {
-  auto it = d.mapped.upper_bound(start);
-  if (it != d.mapped.begin()) --it;
-  while (it != d.mapped.end() && it->first < end) {
-    const uint64_t r_start = it->first;
-    const LiveSegment r = it->second;
-    it = d.mapped.erase(it);
-    if (r.size <= start) continue;
-    if (r_start < start) d.mapped[r_start] = LiveSegment{start, r.stream, r.stack};
-    if (end < r.size) d.mapped[end] = LiveSegment{r.size, r.stream, r.stack};
-    it = d.mapped.lower_bound(end);
-  }
-}
-
-void SnapshotPass::TorchEvent(const Event& e) {
+void SnapshotPass::TorchEvent(const Event& e, uint64_t index) {
   ++s_.torch_events;
-  DeviceState& d = devices_[e.device];
   SnapshotTraceEntry entry;
   entry.addr = e.address;
   entry.size = e.size;
   entry.stream = e.stream;
   entry.time_us = TimeUs(e.time_ns);
   entry.stack = e.stack;
+  bool write = true;
   switch (e.api) {
-    case Api::kTorchAlloc:
-      d.blocks[e.address] = LiveBlock{e.size, e.stream, e.stack, false};
-      entry.action = TraceAction::kAlloc;
-      break;
-    case Api::kTorchFreeRequested: Free(e, d, true, false); return;
-    case Api::kTorchFreeCompleted: Free(e, d, false, true); return;
-    case Api::kTorchFree: Free(e, d, true, true); return;
+    case Api::kTorchAlloc: entry.action = TraceAction::kAlloc; break;
+    case Api::kTorchFreeRequested: Free(e, true, false); write = false; break;
+    case Api::kTorchFreeCompleted: Free(e, false, true); write = false; break;
+    case Api::kTorchFree: Free(e, true, true); write = false; break;
     case Api::kTorchSegmentAlloc:
       entry.action = TraceAction::kSegmentAlloc;
       entry.stack = DriverStack(format::Space::kAllocation, e.address);
-      d.segments[e.address] = LiveSegment{e.size, e.stream, entry.stack};
       break;
-    case Api::kTorchSegmentFree:
+    case Api::kTorchSegmentFree:  // written before the driver's free: its allocation is still live
       entry.action = TraceAction::kSegmentFree;
-      if (auto it = d.segments.find(e.address); it != d.segments.end()) {
-        entry.stack = it->second.stack;
-        d.segments.erase(it);
-      }
+      entry.stack = DriverStack(format::Space::kAllocation, e.address);
       break;
     case Api::kTorchSegmentMap:
       entry.action = TraceAction::kSegmentMap;
       entry.stack = DriverStack(format::Space::kVmmMapping, e.address);
-      Map(d, e.address, e.address + e.size, e.stream, entry.stack);
       break;
-    case Api::kTorchSegmentUnmap:
-      entry.action = TraceAction::kSegmentUnmap;
-      Unmap(d, e.address, e.address + e.size);
-      break;
+    case Api::kTorchSegmentUnmap: entry.action = TraceAction::kSegmentUnmap; break;
     case Api::kTorchOom:
       entry.action = TraceAction::kOom;
       entry.addr = e.aux;
       break;
-    default: return;
+    default: write = false; break;
   }
-  Trace(e.device).push_back(entry);
+  layer_.Apply(e, index);
+  if (write) Trace(e.device).push_back(entry);
 }
 
-void SnapshotPass::LayOut(int32_t device, const DeviceState& d, uint64_t start, const LiveSegment& seg,
-                          uint64_t end, bool expandable) {
+SnapshotSegment SnapshotPass::Segment(int32_t device, const TorchSegmentView& v) {
   SnapshotSegment out;
   out.device = device;
-  out.address = start;
-  out.total_size = end - start;
-  out.stream = seg.stream;
-  out.stack = seg.stack;
-  out.is_expandable = expandable;
-  out.large = expandable || out.total_size != kSmallBuffer;
-  bool any_block = false;
-  uint64_t cursor = start;
-  for (auto it = d.blocks.lower_bound(start); it != d.blocks.end() && it->first < end; ++it) {
-    const uint64_t address = it->first;
-    const LiveBlock& b = it->second;
-    auto next_it = std::next(it);
-    const uint64_t next = (next_it != d.blocks.end() && next_it->first < end) ? next_it->first : end;
-    if (address < cursor) continue;  // overlaps the block before: cannot be laid out (a stray block)
-    if (address > cursor) out.blocks.push_back(SnapshotBlock{cursor, address - cursor, 0, BlockState::kInactive, 0});
-    const uint64_t rounded = RoundedBlockSize(b.requested);
-    const bool large_pool = rounded > kSmallSize;
-    if (!any_block) out.large = large_pool;
-    any_block = true;
-    uint64_t size = std::min(rounded, next - address);
-    // PyTorch leaves a large block's remainder of at most kSmallSize unsplit, except in expandable segments.
-    if (large_pool && !expandable && next - address - size <= kSmallSize) size = next - address;
-    const BlockState state = b.pending_free ? BlockState::kActivePendingFree : BlockState::kActiveAllocated;
-    out.blocks.push_back(SnapshotBlock{address, size, b.requested, state, b.stack});
-    if (state == BlockState::kActiveAllocated) out.allocated_size += size;
-    out.active_size += size;
-    out.requested_size += b.requested;
-    cursor = address + size;
+  out.address = v.address;
+  out.total_size = v.size;
+  out.stream = v.stream;
+  out.large = !v.small_pool;
+  out.is_expandable = v.expandable;
+  out.stack = DriverStack(v.expandable ? format::Space::kVmmMapping : format::Space::kAllocation, v.address);
+  out.blocks.reserve(v.blocks.size());
+  for (const TorchBlockView& view : v.blocks) {
+    const TorchBlock& b = view.block;
+    SnapshotBlock block;
+    block.address = view.address;
+    block.size = b.size;
+    if (b.state != TorchBlockState::kFree) {
+      block.state = b.state == TorchBlockState::kAllocated ? BlockState::kActiveAllocated
+                                                             : BlockState::kActivePendingFree;
+      block.requested_size = b.requested;
+      block.stack = b.stack;
+      if (block.state == BlockState::kActiveAllocated) out.allocated_size += b.size;
+      out.active_size += b.size;
+      out.requested_size += b.requested;
+      if (b.estimated) ++s_.estimates.estimated_blocks;
+    }
+    out.blocks.push_back(block);
   }
-  if (cursor < end) out.blocks.push_back(SnapshotBlock{cursor, end - cursor, 0, BlockState::kInactive, 0});
-  s_.segments.push_back(std::move(out));
+  return out;
 }
 
 void SnapshotPass::Finish() {
-  for (const auto& [device, d] : devices_) {
-    // Segments and mapped ranges, by address (they never overlap).
-    std::vector<std::pair<uint64_t, const LiveSegment*>> all;
-    for (const auto& [address, seg] : d.segments) all.emplace_back(address, &seg);
-    const size_t plain = all.size();
-    for (const auto& [address, range] : d.mapped) all.emplace_back(address, &range);
-    std::vector<size_t> order(all.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return all[a].first < all[b].first; });
-    for (size_t i : order) {
-      const bool expandable = i >= plain;
-      const uint64_t start = all[i].first;
-      const uint64_t end = expandable ? all[i].second->size : start + all[i].second->size;
-      LayOut(device, d, start, *all[i].second, end, expandable);
+  for (const TorchDeviceStats* stats : layer_.Devices()) {
+    s_.estimates.mismatches += stats->mismatches;
+    for (const TorchSegmentView& v : layer_.Map(stats->device)) {
+      if (v.inferred) {
+        // Made up around blocks whose segment the tracker never saw: its extent is unknown, so it is left out.
+        for (const TorchBlockView& b : v.blocks) s_.stray_blocks += b.block.state != TorchBlockState::kFree;
+        continue;
+      }
+      s_.segments.push_back(Segment(stats->device, v));
     }
-    uint64_t active = 0;
-    for (const SnapshotSegment& seg : s_.segments) {
-      if (seg.device != device) continue;
-      for (const SnapshotBlock& b : seg.blocks) active += b.state != BlockState::kInactive;
-    }
-    if (d.blocks.size() > active) s_.stray_blocks += d.blocks.size() - active;
   }
   if (s_.device_traces.empty()) s_.device_traces.resize(1);
 }
 
 }  // namespace
 
-uint64_t RoundedBlockSize(uint64_t requested) {
-  if (requested < kMinBlockSize) return kMinBlockSize;
-  return (requested + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
-}
-
-absl::StatusOr<std::unique_ptr<TorchSnapshot>> BuildTorchSnapshot(const std::string& path) {
+absl::StatusOr<std::unique_ptr<TorchSnapshot>> BuildTorchSnapshot(const std::string& path, uint64_t until_seq) {
   auto s = std::make_unique<TorchSnapshot>();
   s->info.path = path;
-  SnapshotPass pass(*s);
+  SnapshotPass pass(*s, until_seq);
   if (absl::Status status = ReadTrace(path, pass, &s->info.stats); !status.ok()) return status;
   if (s->torch_events == 0) {
     return absl::FailedPreconditionError(absl::StrCat(

@@ -6,22 +6,27 @@
 //                  free_completed), each with the stack of the allocation it concerns: a free carries the stack of
 //                  the block it frees (as PyTorch does), a segment the stack of the driver allocation or mapping
 //                  at its address. A free of a block the trace never allocated is left out (counted).
-//   segments       the allocator's state at the end of the trace: each segment (each contiguous mapped range for
-//                  expandable segments) with the blocks live then, and the gaps between them as inactive blocks,
-//                  so that the blocks tile each segment exactly.
+//   segments       the allocator's state at the end of the trace (or right after the event `until_seq`), read off
+//                  the allocator layer (model/allocator_layer.h), the one replay of PyTorch's allocator that every
+//                  report uses: each segment (each contiguous mapped range for expandable segments) with its
+//                  blocks, allocated, pending their free, and the layer's free blocks as inactive ones, tiling the
+//                  segment exactly.
 //
-// The trace knows each block's address and requested size, not the size PyTorch rounded it to. A block's size is
-// estimated as PyTorch rounds (512 B multiples, at least 512 B), stretched over a gap after it of at most 1 MiB in a
-// large-pool segment that is not expandable (PyTorch leaves such a remainder unsplit there; a free large-pool block is
-// always larger). With
-// roundup_power2_divisions or max_split_size_mb set, PyTorch's blocks can be larger still: the difference then
-// shows as inactive space instead of rounding, and totals (reserved, requested) stay exact either way.
+// Block extents are the layer's: reconstructed from PyTorch's rules (model/allocator_rules.h) and the recorded
+// PYTORCH_CUDA_ALLOC_CONF, and equal to PyTorch's on the H100 traces in examples/ (tests/golden). They are estimates
+// where the layer says so, and the snapshot counts them: blocks the layer marks `estimated`, events its layout
+// disagreed with (`mismatches`), settings it does not model, a tracker attached after the allocator's first
+// segment. Segments the layer made up around blocks whose segment predates the tracker are left out, their blocks
+// counted as stray.
 //
-// Reads the trace itself (one pass, its own replay): memory grows with the torch.* events, which are all kept.
+// Reads the trace itself (one pass, the layer fed as the analysis feeds it): memory grows with the torch.* events,
+// which are all kept for device_traces, with the live driver allocations (their stacks), and with what the layer
+// keeps (live segments and blocks, the tensors live at its peaks); never with the other events.
 #ifndef CUMEMTRACE_ANALYZER_REPORTS_TORCH_SNAPSHOT_H_
 #define CUMEMTRACE_ANALYZER_REPORTS_TORCH_SNAPSHOT_H_
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,7 +43,7 @@ enum class BlockState : uint8_t { kActiveAllocated, kActivePendingFree, kInactiv
 
 struct SnapshotBlock {
   uint64_t address = 0;
-  uint64_t size = 0;            // estimated (see above); inactive blocks: the gap
+  uint64_t size = 0;            // the layer's extent
   uint64_t requested_size = 0;  // 0 for inactive blocks
   BlockState state = BlockState::kInactive;
   uint64_t stack = 0;
@@ -72,6 +77,15 @@ struct SnapshotTraceEntry {
   uint64_t stack = 0;
 };
 
+// What of `segments` is an estimate, as the allocator layer reports it (all zero / empty / false: exact).
+struct SnapshotEstimates {
+  uint64_t estimated_blocks = 0;  // active blocks written whose extent the layer marks estimated
+  uint64_t mismatches = 0;        // events the layer's layout disagreed with (extents near them are estimates)
+  std::vector<std::string> unmodelled;  // PYTORCH_CUDA_ALLOC_CONF settings that change extents, not modelled
+  bool attached_late = false;     // the tracker attached after the allocator's first segment
+  bool any() const { return estimated_blocks != 0 || mismatches != 0 || !unmodelled.empty() || attached_late; }
+};
+
 struct TorchSnapshot {
   TraceInfo info;
   StackTable stacks;
@@ -81,15 +95,15 @@ struct TorchSnapshot {
   std::vector<std::vector<SnapshotTraceEntry>> device_traces;  // by device ordinal, 0..largest seen
   uint64_t torch_events = 0;
   uint64_t unmatched_frees = 0;  // frees of a block never allocated in the trace (left out of device_traces)
-  uint64_t stray_blocks = 0;     // blocks live at the end outside every live segment (left out of segments)
+  uint64_t stray_blocks = 0;     // active blocks outside every segment the trace saw (left out of segments)
+  SnapshotEstimates estimates;
 };
 
-// Reads `path`. Errors: the reader's (an unreadable trace), and FailedPrecondition when the trace holds no torch.*
-// event (one line saying why that may be).
-absl::StatusOr<std::unique_ptr<TorchSnapshot>> BuildTorchSnapshot(const std::string& path);
-
-// PyTorch's block size for `requested` bytes with its default settings (512 B multiples, at least 512 B).
-uint64_t RoundedBlockSize(uint64_t requested);
+// Reads `path` up to and including the event with sequence number `until_seq` (every event by default). Errors:
+// the reader's (an unreadable trace), and FailedPrecondition when the trace holds no torch.* event (one line saying
+// why that may be).
+absl::StatusOr<std::unique_ptr<TorchSnapshot>> BuildTorchSnapshot(
+    const std::string& path, uint64_t until_seq = std::numeric_limits<uint64_t>::max());
 
 }  // namespace cumemtrace::analyzer
 

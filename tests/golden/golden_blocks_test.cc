@@ -25,6 +25,7 @@ namespace {
 using test::JsonValue;
 
 using golden::Example;
+using golden::MarkerSeq;
 using golden::ParseOrFail;
 using golden::Report;
 using golden::Truth;
@@ -32,22 +33,6 @@ using golden::Truth;
 uint64_t Stat(const JsonValue& stats, const std::string& key) {
   EXPECT_EQ(stats[key].type(), JsonValue::Type::kNumber) << key << " is missing from the truth";
   return stats[key].uinteger();
-}
-
-// The sequence number of the checkpoint marker: the one driver allocation of `size` bytes.
-uint64_t MarkerSeq(const JsonValue& events, uint64_t size) {
-  uint64_t seq = 0;
-  int found = 0;
-  for (const JsonValue& e : events["events"].array()) {
-    const std::string api = e["api"].str();
-    if ((api == "cuMemAlloc" || api == "cudaMalloc") && e["size"].type() == JsonValue::Type::kNumber &&
-        e["size"].uinteger() == size) {
-      seq = e["seq"].uinteger();
-      ++found;
-    }
-  }
-  EXPECT_EQ(found, 1) << "marker of " << size << " bytes";
-  return seq;
 }
 
 class GoldenGpt2 : public testing::TestWithParam<std::string> {};

@@ -4,6 +4,7 @@
 #ifndef CUMEMTRACE_TESTS_GOLDEN_GOLDEN_SUPPORT_H_
 #define CUMEMTRACE_TESTS_GOLDEN_GOLDEN_SUPPORT_H_
 
+#include <cstdint>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -45,6 +46,23 @@ inline JsonValue Report(std::vector<std::string> args) {
   test::ToolResult r = test::Tool(args);
   EXPECT_EQ(r.code, kExitOk) << r.err;
   return ParseOrFail(r.out, args[0]);
+}
+
+// The sequence number of a checkpoint's marker in `events` (an events report): the one driver allocation of `size`
+// bytes the workload made right after reading PyTorch's figures (tests/gpu/workloads/allocator_common.py).
+inline uint64_t MarkerSeq(const JsonValue& events, uint64_t size) {
+  uint64_t seq = 0;
+  int found = 0;
+  for (const JsonValue& e : events["events"].array()) {
+    const std::string api = e["api"].str();
+    if ((api == "cuMemAlloc" || api == "cudaMalloc") && e["size"].type() == JsonValue::Type::kNumber &&
+        e["size"].uinteger() == size) {
+      seq = e["seq"].uinteger();
+      ++found;
+    }
+  }
+  EXPECT_EQ(found, 1) << "marker of " << size << " bytes";
+  return seq;
 }
 
 }  // namespace cumemtrace::analyzer::golden

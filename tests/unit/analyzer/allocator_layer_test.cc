@@ -239,7 +239,43 @@ TEST(AllocatorLayer, ExpandableSegments) {
   EXPECT_EQ(map[0].address, base + 14 * kMiB);
   EXPECT_EQ(map[0].size, 26 * kMiB);
   EXPECT_EQ(map[0].blocks.front().block.size, 1 * kMiB + 1024);
+  EXPECT_FALSE(map[0].small_pool);
   EXPECT_EQ(r.Stats().mismatches, 0u);
+}
+
+// PyTorch keeps an expandable segment per pool: a mapped range whose blocks are small requests is the small pool's
+// (PyTorch's snapshot calls it segment_type "small"), whatever its size.
+TEST(AllocatorLayer, ExpandableSegmentOfTheSmallPool) {
+  Replay r("expandable_segments:True");
+  const uint64_t base = 0x7f0000000000;
+  r.Ev(format::Api::kTorchSegmentMap, base, 2 * kMiB);
+  EXPECT_FALSE(r.layer().Map(0)[0].small_pool) << "no block yet";
+  r.Alloc(base, 4096);
+  r.Ev(format::Api::kTorchSegmentMap, base + 2 * kMiB, 2 * kMiB);
+  const std::vector<TorchSegmentView> map = r.layer().Map(0);
+  ASSERT_EQ(map.size(), 1u);
+  EXPECT_EQ(map[0].size, 4 * kMiB);
+  EXPECT_TRUE(map[0].small_pool);
+  EXPECT_EQ(r.Extent(base), 4096u);
+}
+
+// BlockAt: the block starting at an address, in whatever state; nothing inside a block or outside every segment.
+TEST(AllocatorLayer, BlockAt) {
+  Replay r;
+  r.Segment(0x10000000, 2 * kMiB);
+  r.Alloc(0x10000000, 1000, 7);
+  const TorchBlock* b = r.layer().BlockAt(0, 0x10000000);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->state, TorchBlockState::kAllocated);
+  EXPECT_EQ(b->requested, 1000u);
+  EXPECT_EQ(b->stack, 7u);
+  EXPECT_EQ(r.layer().BlockAt(0, 0x10000001), nullptr);
+  EXPECT_EQ(r.layer().BlockAt(0, 0x20000000), nullptr);
+  EXPECT_EQ(r.layer().BlockAt(1, 0x10000000), nullptr);
+  ASSERT_NE(r.layer().BlockAt(0, 0x10000400), nullptr);
+  EXPECT_EQ(r.layer().BlockAt(0, 0x10000400)->state, TorchBlockState::kFree);
+  r.Ev(format::Api::kTorchFreeRequested, 0x10000000);
+  EXPECT_EQ(r.layer().BlockAt(0, 0x10000000)->state, TorchBlockState::kPendingFree);
 }
 
 // Peaks: allocated_bytes' peak and the reserved peak, with reserved - allocated when the allocation that grew the

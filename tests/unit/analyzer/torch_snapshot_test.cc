@@ -1,23 +1,26 @@
-// torch-snapshot's replay (reports/torch_snapshot.h) and its files, on a trace built by hand that holds what the
+// torch-snapshot's pass (reports/torch_snapshot.h) and its files, on a trace built by hand that holds what the
 // example traces do not: a torch.free row, a block still pending its free at the end, a free of a block never
-// allocated, expandable segments (mapped ranges that merge and split), a failed request, a second device, and both
-// block-size rules (a large block stretched over an unsplit remainder of at most 1 MiB, one followed by a larger
-// gap that stays inactive). Every number is worked out here from the events:
+// allocated, expandable segments (mapped ranges that merge and split, one of each pool), a failed request, a second
+// device, and PyTorch's block rules as the allocator layer applies them (a large block that keeps an unsplit
+// remainder of at most 1 MiB, one followed by a larger free block that is split off). Every number is worked out
+// here from the events and PyTorch's rules:
 //
 //   device 0, default segments (stack D = the cudaMalloc's stack, P = a Python stack)
 //     seq 1  cudaMalloc 0x10000000 2 MiB (stack D)      2  segment_alloc 0x10000000 2 MiB (small)
-//     3  alloc 0x10000000 100 B (P)    4  alloc 0x10000200 1000 B (P)    5  alloc 0x10000600 600 B
+//     3  alloc 0x10000000 100 B (P: 512)    4  alloc 0x10000200 1000 B (P: 1024)    5  alloc 0x10000600 600 B (1024)
 //     6  free 0x10000000 (torch.free: free_requested + free_completed, 100 B)
 //     7  free_requested 0x10000600 (pending at the end)   8  free_requested 0x10999999 (never allocated: left out)
 //     9  cudaMalloc 0x20000000 20 MiB    10 segment_alloc 0x20000000 20 MiB (large)
-//     11 alloc 0x20000000 2 MiB + 1 B (rounds to 2 MiB + 512; next block at 3 MiB: 1 MiB - 512 unsplit -> 3 MiB)
-//     12 alloc 0x20300000 3 MiB   (then 14 MiB to the end: stays inactive)
-//     13 oom 64 GiB requested, 123 B free in CUDA (P)
+//     11 alloc 0x20000000 3 MiB    12 alloc 0x20300000 3 MiB (each split off the free rest: 14 MiB left at the end)
+//     13 free 0x20000000 (a free block of 3 MiB)
+//     14 alloc 0x20000000 2 MiB + 1 B (rounds to 2 MiB + 512; the 1 MiB - 512 left is not split off: 3 MiB)
+//     15 oom 64 GiB requested, 123 B free in CUDA (P)
 //   device 1, expandable segments
-//     14 segment_map 0x40000000 2 MiB   15 segment_map 0x40200000 2 MiB (merges: one 4 MiB range)
-//     16 alloc 0x40000000 3.5 MiB (expandable: split at 512 B, the 0.5 MiB after it stays inactive)
-//     17 segment_map 0x40600000 2 MiB (a second range)
-//     18 segment_unmap 0x40600000 1 MiB (what is left: 0x40700000 + 1 MiB)
+//     16 segment_map 0x40000000 2 MiB   17 segment_map 0x40200000 2 MiB (merges: one 4 MiB range)
+//     18 alloc 0x40000000 3.5 MiB (expandable: split at 512 B, the 0.5 MiB after it stays inactive)
+//     19 segment_map 0x40600000 2 MiB (a second range)
+//     20 segment_unmap 0x40600000 1 MiB (what is left: 0x40700000 + 1 MiB)
+//     21 segment_map 0x50000000 2 MiB   22 alloc 0x50000000 4 KiB (the small pool's expandable segment)
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -76,7 +79,7 @@ Built WriteTorchTrace(const std::string& name) {
   out.driver_stack = b.Stack({kCudart, kAlloc, PyPc(1)});
   out.python_stack = b.Stack({kAlloc, PyPc(1), PyPc(0)});
   const uint64_t p = out.python_stack;
-  Ev oom = Torch(13, Api::kTorchOom, 0, 64 * 1024 * kMiB, 0, p);
+  Ev oom = Torch(15, Api::kTorchOom, 0, 64 * 1024 * kMiB, 0, p);
   oom.aux = 123;
   b.Events({Alloc(1, 1, 0x10000000, 2 * kMiB, out.driver_stack),
             Torch(2, Api::kTorchSegmentAlloc, 0x10000000, 2 * kMiB),
@@ -84,14 +87,17 @@ Built WriteTorchTrace(const std::string& name) {
             Torch(5, Api::kTorchAlloc, 0x10000600, 600), Torch(6, Api::kTorchFree, 0x10000000),
             Torch(7, Api::kTorchFreeRequested, 0x10000600), Torch(8, Api::kTorchFreeRequested, 0x10999999),
             Alloc(9, 9, 0x20000000, 20 * kMiB), Torch(10, Api::kTorchSegmentAlloc, 0x20000000, 20 * kMiB),
-            Torch(11, Api::kTorchAlloc, 0x20000000, 2 * kMiB + 1), Torch(12, Api::kTorchAlloc, 0x20300000, 3 * kMiB),
-            oom, Torch(14, Api::kTorchSegmentMap, 0x40000000, 2 * kMiB, 1),
-            Torch(15, Api::kTorchSegmentMap, 0x40200000, 2 * kMiB, 1),
-            Torch(16, Api::kTorchAlloc, 0x40000000, 7 * kMiB / 2, 1),
-            Torch(17, Api::kTorchSegmentMap, 0x40600000, 2 * kMiB, 1),
-            Torch(18, Api::kTorchSegmentUnmap, 0x40600000, kMiB, 1)})
+            Torch(11, Api::kTorchAlloc, 0x20000000, 3 * kMiB), Torch(12, Api::kTorchAlloc, 0x20300000, 3 * kMiB),
+            Torch(13, Api::kTorchFree, 0x20000000), Torch(14, Api::kTorchAlloc, 0x20000000, 2 * kMiB + 1), oom,
+            Torch(16, Api::kTorchSegmentMap, 0x40000000, 2 * kMiB, 1),
+            Torch(17, Api::kTorchSegmentMap, 0x40200000, 2 * kMiB, 1),
+            Torch(18, Api::kTorchAlloc, 0x40000000, 7 * kMiB / 2, 1),
+            Torch(19, Api::kTorchSegmentMap, 0x40600000, 2 * kMiB, 1),
+            Torch(20, Api::kTorchSegmentUnmap, 0x40600000, kMiB, 1),
+            Torch(21, Api::kTorchSegmentMap, 0x50000000, 2 * kMiB, 1),
+            Torch(22, Api::kTorchAlloc, 0x50000000, 4096, 1)})
       .SymbolsWithLines({kCudart, kAlloc}, {3, 4}, {2, 3}, {0, 0}, {0, 5}, {0, 77})
-      .Trailer(18, kStartNs + 100'000'000);
+      .Trailer(22, kStartNs + 100'000'000);
   out.path = b.Write(name);
   return out;
 }
@@ -112,28 +118,31 @@ TEST(TorchSnapshot, DeviceTracesReplayEveryEventWithTheBlocksStack) {
   const std::vector<SnapshotTraceEntry>& t0 = (*s)->device_traces[0];
   EXPECT_EQ(Actions(t0), (std::vector<std::string>{"segment_alloc", "alloc", "alloc", "alloc", "free_requested",
                                                    "free_completed", "free_requested", "segment_alloc", "alloc",
-                                                   "alloc", "oom"}));
+                                                   "alloc", "free_requested", "free_completed", "alloc", "oom"}));
   EXPECT_EQ(t0[0].stack, built.driver_stack) << "a segment has the stack of its cudaMalloc";
   // torch.free: two entries with the block's requested size and stack.
   EXPECT_EQ(t0[4].size, 100u);
   EXPECT_EQ(t0[4].stack, built.python_stack);
   EXPECT_EQ(t0[5].size, 100u);
   EXPECT_EQ(t0[5].addr, 0x10000000u);
+  EXPECT_EQ(t0[6].size, 600u) << "a block pending its free";
+  EXPECT_EQ(t0[11].size, 3 * kMiB);
   EXPECT_EQ((*s)->unmatched_frees, 1u) << "the free of a block never allocated is left out";
-  EXPECT_EQ(t0[10].addr, 123u) << "oom: device_free";
-  EXPECT_EQ(t0[10].size, 64 * 1024 * kMiB);
-  EXPECT_EQ(t0[10].time_us, (kStartUnixNs + 13'000'000) / 1000);
+  EXPECT_EQ(t0[13].addr, 123u) << "oom: device_free";
+  EXPECT_EQ(t0[13].size, 64 * 1024 * kMiB);
+  EXPECT_EQ(t0[13].time_us, (kStartUnixNs + 15'000'000) / 1000);
   EXPECT_EQ(Actions((*s)->device_traces[1]),
-            (std::vector<std::string>{"segment_map", "segment_map", "alloc", "segment_map", "segment_unmap"}));
+            (std::vector<std::string>{"segment_map", "segment_map", "alloc", "segment_map", "segment_unmap",
+                                      "segment_map", "alloc"}));
   EXPECT_EQ((*s)->stray_blocks, 0u);
 }
 
-TEST(TorchSnapshot, SegmentsAtTheEndTileWithEstimatedBlockSizes) {
+TEST(TorchSnapshot, SegmentsAtTheEndAreTheAllocatorLayers) {
   const Built built = WriteTorchTrace("torch_snap_seg.pb");
   absl::StatusOr<std::unique_ptr<TorchSnapshot>> s = BuildTorchSnapshot(built.path);
   ASSERT_TRUE(s.ok()) << s.status();
   const std::vector<SnapshotSegment>& segs = (*s)->segments;
-  ASSERT_EQ(segs.size(), 4u);
+  ASSERT_EQ(segs.size(), 5u);
   // The small segment: inactive 512 (freed 100 B block), 1024 active (1000 B), 1024 pending (600 B), rest inactive.
   const SnapshotSegment& small = segs[0];
   EXPECT_FALSE(small.large);
@@ -144,6 +153,7 @@ TEST(TorchSnapshot, SegmentsAtTheEndTileWithEstimatedBlockSizes) {
   EXPECT_EQ(small.blocks[1].state, BlockState::kActiveAllocated);
   EXPECT_EQ(small.blocks[1].size, 1024u);
   EXPECT_EQ(small.blocks[1].requested_size, 1000u);
+  EXPECT_EQ(small.blocks[1].stack, built.python_stack);
   EXPECT_EQ(small.blocks[2].state, BlockState::kActivePendingFree);
   EXPECT_EQ(small.blocks[2].address, 0x10000600u);
   EXPECT_EQ(small.blocks[2].size, 1024u);
@@ -152,25 +162,34 @@ TEST(TorchSnapshot, SegmentsAtTheEndTileWithEstimatedBlockSizes) {
   EXPECT_EQ(small.active_size, 2048u);
   EXPECT_EQ(small.requested_size, 1600u);
   EXPECT_EQ(small.stack, built.driver_stack);
-  // The large segment: 3 MiB (2 MiB + 1 B stretched over its unsplit remainder), 3 MiB, 14 MiB inactive.
+  // The large segment: 3 MiB (2 MiB + 1 B keeping the unsplit remainder of its free block), 3 MiB, 14 MiB inactive.
   const SnapshotSegment& large = segs[1];
   EXPECT_TRUE(large.large);
   ASSERT_EQ(large.blocks.size(), 3u);
   EXPECT_EQ(large.blocks[0].size, 3 * kMiB);
+  EXPECT_EQ(large.blocks[0].requested_size, 2 * kMiB + 1);
   EXPECT_EQ(large.blocks[1].size, 3 * kMiB);
   EXPECT_EQ(large.blocks[2].state, BlockState::kInactive);
   EXPECT_EQ(large.blocks[2].size, 14 * kMiB);
-  // Device 1: the merged 4 MiB range with its 3.5 MiB block, and what is left of the second range.
+  EXPECT_EQ(large.allocated_size, 6 * kMiB);
+  EXPECT_EQ(large.requested_size, 5 * kMiB + 1);
+  // Device 1: the merged 4 MiB range with its 3.5 MiB block, what is left of the second range, and the small pool's.
   EXPECT_EQ(segs[2].device, 1);
   EXPECT_TRUE(segs[2].is_expandable);
+  EXPECT_TRUE(segs[2].large);
   EXPECT_EQ(segs[2].address, 0x40000000u);
   EXPECT_EQ(segs[2].total_size, 4 * kMiB);
   ASSERT_EQ(segs[2].blocks.size(), 2u);
-  EXPECT_EQ(segs[2].blocks[0].size, 7 * kMiB / 2) << "expandable: never stretched";
+  EXPECT_EQ(segs[2].blocks[0].size, 7 * kMiB / 2) << "expandable: the remainder is split off";
   EXPECT_EQ(segs[2].blocks[1].size, kMiB / 2);
   EXPECT_EQ(segs[3].address, 0x40700000u);
   EXPECT_EQ(segs[3].total_size, kMiB);
   ASSERT_EQ(segs[3].blocks.size(), 1u);
+  EXPECT_EQ(segs[4].address, 0x50000000u);
+  EXPECT_TRUE(segs[4].is_expandable);
+  EXPECT_FALSE(segs[4].large) << "the small pool's expandable segment";
+  ASSERT_EQ(segs[4].blocks.size(), 2u);
+  EXPECT_EQ(segs[4].blocks[0].size, 4096u);
   for (const SnapshotSegment& seg : segs) {
     uint64_t at = seg.address;
     for (const SnapshotBlock& b : seg.blocks) {
@@ -179,13 +198,61 @@ TEST(TorchSnapshot, SegmentsAtTheEndTileWithEstimatedBlockSizes) {
     }
     EXPECT_EQ(at, seg.address + seg.total_size);
   }
+  EXPECT_FALSE((*s)->estimates.any()) << "a layout consistent with PyTorch's rules: every extent exact";
 }
 
-TEST(TorchSnapshot, RoundedBlockSize) {
-  EXPECT_EQ(RoundedBlockSize(0), 512u);
-  EXPECT_EQ(RoundedBlockSize(1), 512u);
-  EXPECT_EQ(RoundedBlockSize(512), 512u);
-  EXPECT_EQ(RoundedBlockSize(513), 1024u);
+// The snapshot at a moment: every event up to a sequence number, the segments as they were then.
+TEST(TorchSnapshot, UntilASequenceNumber) {
+  const Built built = WriteTorchTrace("torch_snap_until.pb");
+  absl::StatusOr<std::unique_ptr<TorchSnapshot>> s = BuildTorchSnapshot(built.path, 12);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ((*s)->device_traces.size(), 1u) << "device 1 has no event yet";
+  EXPECT_EQ((*s)->device_traces[0].size(), 10u);
+  const std::vector<SnapshotSegment>& segs = (*s)->segments;
+  ASSERT_EQ(segs.size(), 2u);
+  ASSERT_EQ(segs[1].blocks.size(), 3u);
+  EXPECT_EQ(segs[1].blocks[0].requested_size, 3 * kMiB) << "the block that seq 13 frees is still allocated";
+  EXPECT_EQ(segs[1].blocks[2].size, 14 * kMiB);
+}
+
+// A trace the layout disagrees with (a block that does not start where a free block does), a block outside every
+// segment the tracker saw, and a setting that is not modelled: the snapshot counts what is estimated and what is
+// left out, and the command says so on stderr (PyTorch's format has no place for it).
+TEST(TorchSnapshot, EstimatesAreCountedAndReported) {
+  TraceBuilder b;
+  b.Header()
+      .Device(0, "NVIDIA H100", 80 * 1024 * kMiB)
+      .AllocatorAttach(0, "expandable_segments:False,some_new_knob:7", false)
+      .Events({Torch(1, Api::kTorchSegmentAlloc, 0x20000000, 20 * kMiB),
+               Torch(2, Api::kTorchAlloc, 0x20000000, 2 * kMiB + 1),
+               Torch(3, Api::kTorchAlloc, 0x20300000, 3 * kMiB),  // the free block starts at 2 MiB + 512
+               Torch(4, Api::kTorchAlloc, 0x70000000, 1000)})     // its segment predates the tracker
+      .Trailer(4, kStartNs + 10'000'000);
+  const std::string path = b.Write("torch_snap_estimates.pb");
+  absl::StatusOr<std::unique_ptr<TorchSnapshot>> s = BuildTorchSnapshot(path);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const SnapshotEstimates& e = (*s)->estimates;
+  EXPECT_EQ(e.mismatches, 1u);
+  EXPECT_EQ(e.estimated_blocks, 2u) << "a setting not modelled makes every block an estimate";
+  EXPECT_EQ(e.unmodelled, std::vector<std::string>{"some_new_knob:7"});
+  EXPECT_TRUE(e.attached_late);
+  EXPECT_EQ((*s)->stray_blocks, 1u);
+  ASSERT_EQ((*s)->segments.size(), 1u) << "the segment made up around the stray block is left out";
+  const SnapshotSegment& seg = (*s)->segments[0];
+  uint64_t at = seg.address;
+  for (const SnapshotBlock& block : seg.blocks) {
+    EXPECT_EQ(block.address, at);
+    at += block.size;
+  }
+  EXPECT_EQ(at, seg.address + seg.total_size) << "estimated or not, blocks tile the segment";
+
+  ToolResult r = Tool({"torch-snapshot", path, "-o", ::testing::TempDir() + "/estimates.json", "--json"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "warning: left out of the snapshot: 0 frees of blocks never allocated in the trace, 1 live "
+                   "blocks outside every segment\n"
+                   "warning: block sizes in the snapshot's segments are estimates (2 active blocks estimated; 1 "
+                   "event the layout disagreed with; settings not modelled: some_new_knob:7; tracker attached "
+                   "after the allocator's first segment)\n");
 }
 
 TEST(TorchSnapshot, CommandWritesPickleOrJsonAndRefusesTracesWithoutTorchEvents) {
@@ -211,7 +278,7 @@ TEST(TorchSnapshot, CommandWritesPickleOrJsonAndRefusesTracesWithoutTorchEvents)
   ASSERT_TRUE(parsed.has_value());
   const JsonValue& j = *parsed;
   ASSERT_EQ(j["device_traces"].size(), 2u);
-  const JsonValue& oom = j["device_traces"][0][10];
+  const JsonValue& oom = j["device_traces"][0][13];
   EXPECT_EQ(oom["action"].str(), "oom");
   EXPECT_EQ(oom["device_free"].integer(), 123);
   const JsonValue& frames = j["device_traces"][0][1]["frames"];
