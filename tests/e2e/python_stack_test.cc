@@ -119,10 +119,10 @@ TEST_F(PythonStacks, ProgramRunsUnchanged) {
   EXPECT_FALSE(HasPythonNotice(*trace_));
   ASSERT_TRUE(trace_->has_trailer);
   EXPECT_EQ(trace_->trailer.python_failures, 0u);
-  // Every allocation but the native thread's (four allocations, four frees) came from Python code; successful frees
+  // Every allocation but the native thread's (ten allocations, ten frees) came from Python code; successful frees
   // carry no stack (CUMEMTRACE_FREE_STACKS).
-  EXPECT_EQ(trace_->events.size(), 8u);
-  EXPECT_EQ(trace_->trailer.python_stacks, 3u);
+  EXPECT_EQ(trace_->events.size(), 20u);
+  EXPECT_EQ(trace_->trailer.python_stacks, 9u);
 }
 
 TEST_F(PythonStacks, MainThreadShowsEveryCallerWithItsLine) {
@@ -142,6 +142,25 @@ TEST_F(PythonStacks, MainThreadShowsEveryCallerWithItsLine) {
   EXPECT_EQ(frames, expected);
   // Native frames (the call into CUDA, ctypes, libffi) come before the innermost Python frame.
   EXPECT_GT(first_python, 0);
+}
+
+// Consecutive stacks of one thread that share outer frames and differ inside (another line, another depth): each
+// has exactly its own frames, whatever the stack before it was.
+TEST_F(PythonStacks, ConsecutiveStacksKeepTheirOwnFrames) {
+  const std::map<std::string, uint32_t> lines = MarkerLines();
+  for (uint64_t i = 0; i < 6; ++i) {
+    const analyzer::Event* e = AllocOfSize((5 << 20) + i);
+    ASSERT_NE(e, nullptr) << i;
+    bool marker = false;
+    int first_python = -1;
+    std::vector<PyFrame> frames = PythonFramesOf(*trace_, *e, &marker, &first_python);
+    std::vector<PyFrame> expected = {{"inner", kScript, lines.at("inner")}};
+    if (i % 2 == 1) expected.push_back({"outer", kScript, lines.at("outer")});
+    expected.push_back({"churn", kScript, lines.at(i % 2 == 0 ? "churn_even" : "churn_odd")});
+    expected.push_back({"main", kScript, lines.at("main_churn")});
+    expected.push_back({"<module>", kScript, lines.at("module")});
+    EXPECT_EQ(frames, expected) << "allocation " << i;
+  }
 }
 
 TEST_F(PythonStacks, MethodsAreQualified) {
@@ -226,14 +245,15 @@ TEST_F(PythonStacks, AnalyzerJsonGroupsByTheUsersLine) {
   EXPECT_TRUE(json["process"]["python_frames_enabled"].boolean());
   const analyzer::test::JsonValue* top = DevicePeakTop(json);
   ASSERT_NE(top, nullptr);
-  // 1 MiB (main thread) and 3 MiB (the second thread) were both allocated at inner's line: one group.
+  // 1 MiB (main thread), 3 MiB (the second thread) and churn's six (5 MiB + i, from two call paths) were all
+  // allocated at inner's line: one group of four stacks.
   bool saw_inner = false, saw_method = false, saw_native_thread = false;
   for (const analyzer::test::JsonValue& group : top->array()) {
     const analyzer::test::JsonValue& user = group["user_frame"];
     if (!user.is_null() && user["function"].str() == "inner") {
       saw_inner = true;
-      EXPECT_EQ(group["bytes"].uinteger(), 4u << 20);
-      EXPECT_EQ(group["stacks"].uinteger(), 2u);
+      EXPECT_EQ(group["bytes"].uinteger(), (4u << 20) + 6 * (5u << 20) + (0 + 1 + 2 + 3 + 4 + 5));
+      EXPECT_EQ(group["stacks"].uinteger(), 4u);
       EXPECT_EQ(user["kind"].str(), "python");
       EXPECT_EQ(user["file"].str(), kScript);
       EXPECT_EQ(user["line"].uinteger(), lines.at("inner"));

@@ -30,6 +30,18 @@ def outer(size):
     return inner(size)  # LINE:outer
 
 
+def churn():
+    """Allocations from alternating lines and depths under the same outer frames: each stack shares its outer frames
+    with the one before it and differs inside (cumemtrace remembers a thread's last stack)."""
+    pointers = []
+    for i in range(6):
+        if i % 2 == 0:
+            pointers.append(inner((5 << 20) + i))  # LINE:churn_even
+        else:
+            pointers.append(outer((5 << 20) + i))  # LINE:churn_odd
+    return pointers
+
+
 def worker(results):
     results.append(outer(3 << 20))  # LINE:worker
 
@@ -46,7 +58,8 @@ def main():
     plugin.AllocateOnNativeThread.restype = ctypes.c_ulonglong
     native = plugin.AllocateOnNativeThread(ctypes.c_size_t(4 << 20))
     assert native != 0
-    for pointer in (first, second, results[0], native):
+    churned = churn()  # LINE:main_churn
+    for pointer in [first, second, results[0], native] + churned:
         assert cuda.cuMemFree_v2(ctypes.c_uint64(pointer)) == 0
     print("ok")
 
