@@ -48,6 +48,9 @@ enum State : int { kUninitialized, kStarting, kRunning, kOff };
 
 constexpr size_t kBatchEvents = 8192;
 constexpr int kMaxDevices = 64;
+// Native frames taken of a driver allocation when stacks are off, only to see whether PyTorch's caching allocator
+// asks for it (its frames are within the innermost ten on torch 2.11).
+constexpr int kAttachStackDepth = 32;
 
 __thread ThreadState t_self __attribute__((tls_model("initial-exec")));
 
@@ -209,6 +212,11 @@ void RetryPythonLookup() {
   pthread_mutex_unlock(&g_lock);
 }
 
+// Native frames of a PyTorch block allocation made from Python: never more than the depth of every other stack.
+int TorchStackDepth() {
+  return g_config.torch_stack_depth < g_config.stack_depth ? g_config.torch_stack_depth : g_config.stack_depth;
+}
+
 // The stack an event carries: native frames with the thread's Python frames spliced in where the interpreter ran
 // them; a marker frame when Python runs but this thread has none. Returns the frame count. Called with g_lock held
 // (interning), after the native and Python stacks were taken outside it.
@@ -344,6 +352,7 @@ void WriteHeaderLocked() {
   h.start_unix_time_ns = static_cast<int64_t>(wall.tv_sec) * 1000000000 + wall.tv_nsec;
   DriverVersion(&h.driver_version);
   h.stack_depth = static_cast<uint32_t>(g_config.stack_depth);
+  h.torch_stack_depth = static_cast<uint32_t>(TorchStackDepth());
   h.rank = g_config.rank;
   h.local_rank = g_config.local_rank;
   h.world_size = g_config.world_size;
@@ -763,7 +772,14 @@ void Record(const CallRecord& call) {
   // innermost frames, and the outermost ones (the interpreter's main) are not worth a second, full unwind. Every
   // PyTorch allocation is such a stack.
   const bool keep_outermost = !(python_capture == PythonCapture::kOk && python.group_count > 0);
-  int depth = CaptureStack(pcs, stack_depth, &truncated, &dropped_frames, keep_outermost);
+  // A PyTorch block allocated from Python keeps fewer native frames: the allocator, the op and the dispatcher up to
+  // the Python binding fit in TorchStackDepth(); what lies beyond is the interpreter's own calls between the Python
+  // frames, which carry the user's lines. Half the unwinding of the commonest event; a cut by design, not counted
+  // as truncated (the header says the depth).
+  const bool torch_from_python = is_torch && !keep_outermost;
+  int depth = CaptureStack(pcs, torch_from_python ? TorchStackDepth() : stack_depth, &truncated, &dropped_frames,
+                           keep_outermost);
+  if (torch_from_python) truncated = false;
   char name[16] = "";
   if (self.thread_index == 0 || self.name_changed) prctl(PR_GET_NAME, name);
 
@@ -822,8 +838,11 @@ void Record(const CallRecord& call) {
 
   // Outside every lock of the recorder (it may take PyTorch's allocator locks); still inside the recorder, so no
   // CUDA call it causes is recorded.
-  if (is_alloc && !is_torch && call.result == 0 && depth > 0 && ev.seq != 0 && g_config.torch_blocks) {
-    MaybeAttachTorchTracker(call.api, ev.seq, call.address, call.size, pcs, depth);
+  if (is_alloc && !is_torch && call.result == 0 && ev.seq != 0 && g_config.torch_blocks) {
+    if (stack_depth == 0 && TorchTrackerMayAttach()) {  // stacks are off: a short one only to see who allocates
+      depth = CaptureStack(pcs, kAttachStackDepth, &truncated, &dropped_frames, false);
+    }
+    if (depth > 0) MaybeAttachTorchTracker(call.api, ev.seq, call.address, call.size, pcs, depth);
   }
   errno = saved_errno;
   --self.in_recorder;

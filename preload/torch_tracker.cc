@@ -269,6 +269,8 @@ void MaybeAttachTorchTracker(Api api, uint64_t seq, uint64_t address, uint64_t s
   g_state.store(Attach(c10, seq), std::memory_order_release);
 }
 
+bool TorchTrackerMayAttach() { return g_state.load(std::memory_order_acquire) == kIdle; }
+
 void NoteTorchTrackerAtEnd(bool wanted) {
   int state = g_state.load(std::memory_order_acquire);
   if (state == kAttached || state == kGaveUp) return;

@@ -89,6 +89,7 @@ bool WriteHeader(ByteBuffer* out, const HeaderInfo& h) {
   e.Int64(f::header::kStartUnixTimeNs, h.start_unix_time_ns);
   e.Int32(f::header::kDriverVersion, h.driver_version);
   e.Uint64(f::header::kStackDepth, h.stack_depth);
+  e.Uint64(f::header::kTorchStackDepth, h.torch_stack_depth);
   e.String(f::header::kExecutable, h.executable);
   if (h.rank >= 0) e.Int32Always(f::header::kRank, h.rank);
   if (h.local_rank >= 0) e.Int32Always(f::header::kLocalRank, h.local_rank);

@@ -23,6 +23,7 @@ struct HeaderInfo {
   int64_t start_unix_time_ns;
   int32_t driver_version;
   uint32_t stack_depth;
+  uint32_t torch_stack_depth;
   // -1 when the launcher did not set RANK / LOCAL_RANK / WORLD_SIZE.
   int32_t rank;
   int32_t local_rank;

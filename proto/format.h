@@ -30,7 +30,7 @@ inline constexpr uint32_t kMagic = 1, kFormatVersion = 2, kToolVersion = 3, kPid
                           kHostname = 7, kClockId = 8, kStartTimeNs = 9, kStartUnixTimeNs = 10,
                           kDriverVersion = 11, kRuntimeVersion = 12, kStackDepth = 13, kExecutable = 14,
                           kRank = 15, kLocalRank = 16, kWorldSize = 17, kForkedChild = 18,
-                          kPythonFramesEnabled = 19, kCuptiEnabled = 20;
+                          kPythonFramesEnabled = 19, kCuptiEnabled = 20, kTorchStackDepth = 21;
 }
 namespace device {
 inline constexpr uint32_t kOrdinal = 1, kName = 2, kUuid = 3, kTotalMemory = 4, kDriverVersion = 5;

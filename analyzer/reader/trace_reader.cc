@@ -61,6 +61,7 @@ void Convert(const pb::Header& h, TraceHeader* out) {
   out->start_unix_time_ns = h.start_unix_time_ns();
   out->driver_version = h.driver_version();
   out->stack_depth = h.stack_depth();
+  out->torch_stack_depth = h.torch_stack_depth() != 0 ? h.torch_stack_depth() : h.stack_depth();
   out->rank = h.has_rank() ? h.rank() : -1;
   out->local_rank = h.has_local_rank() ? h.local_rank() : -1;
   out->world_size = h.has_world_size() ? h.world_size() : -1;

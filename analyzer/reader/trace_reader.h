@@ -31,6 +31,7 @@ struct TraceHeader {
   int64_t start_unix_time_ns = 0;
   int32_t driver_version = 0;
   uint32_t stack_depth = 0;
+  uint32_t torch_stack_depth = 0;  // native frames of a PyTorch block allocation from Python (older traces: stack_depth)
   int32_t rank = -1;        // -1: not set by the launcher
   int32_t local_rank = -1;
   int32_t world_size = -1;

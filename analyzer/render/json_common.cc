@@ -108,6 +108,7 @@ void WriteProcess(JsonWriter& w, const TraceInfo& info) {
   w.Member("duration_ns", info.DurationNs());
   w.Member("driver_version", h.driver_version);
   w.Member("stack_depth", h.stack_depth);
+  w.Member("torch_stack_depth", h.torch_stack_depth);
   auto optional_int = [&](const char* name, int32_t value) {  // -1: not set by the launcher
     w.Key(name);
     if (value >= 0) {

@@ -51,6 +51,7 @@ TEST_F(EncoderConformance, Header) {
   h.start_unix_time_ns = 1795000000123456789;
   h.driver_version = 13000;
   h.stack_depth = 64;
+  h.torch_stack_depth = 32;
   ASSERT_TRUE(WriteHeader(&buffer_, h));
   auto p = OnlyPacket();
   ASSERT_TRUE(p.has_header());
@@ -71,6 +72,7 @@ TEST_F(EncoderConformance, Header) {
   EXPECT_EQ(got.start_unix_time_ns(), 1795000000123456789);
   EXPECT_EQ(got.driver_version(), 13000);
   EXPECT_EQ(got.stack_depth(), 64u);
+  EXPECT_EQ(got.torch_stack_depth(), 32u);
 }
 
 TEST_F(EncoderConformance, DeviceThreadModule) {

@@ -18,10 +18,11 @@ namespace cumemtrace::e2e {
 namespace {
 
 constexpr char kScript[] = E2E_PYTHON_DIR "/ctypes_alloc.py";
+constexpr char kTorchScript[] = E2E_PYTHON_DIR "/torch_blocks.py";
 
-std::map<std::string, uint32_t> MarkerLines() {
+std::map<std::string, uint32_t> MarkerLines(const char* script = kScript) {
   std::map<std::string, uint32_t> lines;
-  std::ifstream in(kScript);
+  std::ifstream in(script);
   std::string line;
   for (uint32_t number = 1; std::getline(in, line); ++number) {
     size_t at = line.find("# LINE:");
@@ -296,6 +297,49 @@ TEST_F(PythonStacks, AnalyzerJsonStacksCarryEachThreadsPythonFrames) {
   }
   EXPECT_TRUE(saw_main);
   EXPECT_TRUE(saw_thread);
+}
+
+// A PyTorch block allocated from Python keeps CUMEMTRACE_TORCH_STACK_DEPTH native frames (default 32; here 60 lie
+// between the call and the allocator) and all its Python frames, after the native ones; the cut is by design, so
+// not counted as a truncated stack, and the header says the depth.
+TEST(PythonTorchBlocks, KeepTheirPythonFramesAndTheTorchDepthOfNativeFrames) {
+  const std::map<std::string, uint32_t> lines = MarkerLines(kTorchScript);
+  for (const char* depth : {"", "8"}) {
+    RunOptions options;
+    options.program_path = E2E_PYTHON;
+    options.args = {kTorchScript, E2E_FAKE_TORCH_DIR};
+    if (*depth != '\0') options.env = {{"CUMEMTRACE_TORCH_STACK_DEPTH", depth}};
+    RunResult run = RunProgram(options);
+    ASSERT_EQ(run.exit_code, 0) << run.Describe();
+    CollectedTrace trace = CollectTrace(run.trace_path);
+    ASSERT_TRUE(trace.status.ok()) << trace.status;
+    const uint32_t want_native = *depth == '\0' ? 32 : 8;
+    EXPECT_EQ(trace.header.torch_stack_depth, want_native);
+    const analyzer::Event* block = nullptr;
+    for (const analyzer::Event& e : trace.events) {
+      if (e.api == format::Api::kTorchAlloc && e.size == (3u << 20)) block = &e;
+    }
+    ASSERT_NE(block, nullptr) << run.Describe();
+    std::vector<uint64_t> pcs;
+    ASSERT_TRUE(trace.StackPcs(block->stack, &pcs).ok());
+    size_t native = 0;
+    while (native < pcs.size() && !format::IsPythonFramePc(pcs[native])) ++native;
+    EXPECT_EQ(native, want_native) << "depth '" << depth << "'";
+    bool marker = false;
+    int first_python = -1;
+    const std::vector<PyFrame> expected = {
+        {"forward", kTorchScript, lines.at("forward")},
+        {"main", kTorchScript, lines.at("main")},
+        {"<module>", kTorchScript, lines.at("module")},
+    };
+    EXPECT_EQ(PythonFramesOf(trace, *block, &marker, &first_python), expected);
+    EXPECT_FALSE(marker);
+    ASSERT_TRUE(trace.has_trailer);
+    // One truncated stack: the driver allocation of the segment (deeper than CUMEMTRACE_STACK_DEPTH's 64), not
+    // the block.
+    EXPECT_EQ(trace.trailer.truncated_stacks, 1u);
+    RemoveRunDir(run);
+  }
 }
 
 TEST(PythonStacksOff, EnvironmentTurnsThemOff) {

@@ -191,6 +191,18 @@ TEST(TorchTracker, AttachesAtTheFirstSegmentAndRecordsEveryEntry) {
   RemoveRunDir(r.run);
 }
 
+// With stacks off the tracker still attaches: the recorder takes a short native stack of the driver's allocations
+// only to see PyTorch's allocator ask (blocks then carry no stack).
+TEST(TorchTracker, AttachesWithStacksOff) {
+  TorchRun r = RunTorch("basic", {{"CUMEMTRACE_STACK_DEPTH", "0"}});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.Describe();
+  ASSERT_TRUE(r.trace.status.ok()) << r.trace.status;
+  ExpectTraceMatchesLedger(r);
+  EXPECT_EQ(r.trace.allocator_attaches.size(), 1u);
+  for (const analyzer::Event& e : r.trace.events) EXPECT_EQ(e.stack, 0u) << TraceEventKey(e);
+  RemoveRunDir(r.run);
+}
+
 TEST(TorchTracker, TheProgramRunsAsItDoesUntraced) {
   TorchRun traced = RunTorch("basic");
   TorchRun untraced = RunTorch("basic", {}, /*preload=*/false);

@@ -7,7 +7,9 @@ for docs/performance.md: run it untraced, under cumemtrace (LD_PRELOAD, block ev
 Writes its truth JSON (and prints it): mode, median and mean ms per step over the timed steps, allocations per step
 (memory_stats: each is an ALLOC, a FREE_REQUESTED and a FREE_COMPLETED entry), and with --history how many entries
 PyTorch's history held and the size of its pickled snapshot.
-Usage: gpt2_overhead.py TRUTH_JSON [--history] [--steps N]
+Usage: gpt2_overhead.py TRUTH_JSON [--history] [--steps N] [--layers L --embd E --batch B --seq S]
+(bench/torch_overhead.py also runs it with a small embedding and batch, where the step is bound by the CPU and every
+microsecond spent per allocation shows in the step time.)
 """
 import json
 import os
@@ -21,14 +23,17 @@ import torch
 
 def main():
     history = "--history" in sys.argv
-    steps = int(sys.argv[sys.argv.index("--steps") + 1]) if "--steps" in sys.argv else 120
+    def option(name, default):
+        return int(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
+    steps = option("--steps", 120)
+    layers, embd, batch, seq = option("--layers", 6), option("--embd", 512), option("--batch", 16), option("--seq", 256)
     from transformers import GPT2Config, GPT2LMHeadModel
     device = torch.device("cuda", 0)
     torch.manual_seed(0)
-    config = GPT2Config(n_layer=6, n_embd=512, n_head=8, n_positions=256)
+    config = GPT2Config(n_layer=layers, n_embd=embd, n_head=8, n_positions=seq)
     model = GPT2LMHeadModel(config).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    ids = torch.randint(0, config.vocab_size, (16, 256), device=device)
+    ids = torch.randint(0, config.vocab_size, (batch, seq), device=device)
     if history:
         torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python")
 
@@ -50,6 +55,7 @@ def main():
         times.append((time.perf_counter() - t0) * 1e3)
     allocs = torch.cuda.memory_stats(device)["allocation.all.allocated"] - allocs_before
     result = {"mode": "history" if history else "plain", "steps": steps,
+              "config": {"layers": layers, "embd": embd, "batch": batch, "seq": seq},
               "median_ms": statistics.median(times), "mean_ms": statistics.fmean(times),
               "allocations_per_step": allocs / steps}
     if history:
