@@ -17,11 +17,18 @@ class HistoryPass : public TraceVisitor {
     start_ = a.info.StartNs();
     duration_ = std::max<int64_t>(a.info.DurationNs(), 1);
     h_.buckets = std::max(options.buckets, 1);
-    h_.bucket_ns = std::max<int64_t>((duration_ + h_.buckets - 1) / h_.buckets, 1);
+    // duration / buckets rounded up, and duration * j / (moments - 1) rounded down, without the products and sums
+    // that overflow when a damaged trace's times span most of int64 (duration is at least 1 here).
+    h_.bucket_ns = std::max<int64_t>(duration_ / h_.buckets + (duration_ % h_.buckets != 0 ? 1 : 0), 1);
     expected_events_ = a.model.events;
     const int moments = std::max(options.moments, 0);
     for (int j = 0; j < moments; ++j) {
-      moment_times_.push_back(moments == 1 ? duration_ : duration_ * j / (moments - 1));
+      if (moments == 1) {
+        moment_times_.push_back(duration_);
+        continue;
+      }
+      const int64_t steps = moments - 1;
+      moment_times_.push_back(duration_ / steps * j + duration_ % steps * j / steps);
     }
   }
 

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "analyzer/model/trace_info.h"
 
 namespace cumemtrace::analyzer {
 namespace {
@@ -45,7 +46,7 @@ void PhaseTracker::Before(const Event& event, uint64_t index, int64_t start_ns, 
   if (!filter_.active()) return;
   bool inside;
   if (filter_.has_window) {
-    const int64_t ms = (event.time_ns - start_ns) / 1000000;
+    const int64_t ms = SaturatingSub(event.time_ns, start_ns) / 1000000;
     inside = ms >= filter_.window_start_ms && ms < filter_.window_end_ms;
   } else {
     auto it = open_names_.find(filter_.phase);
@@ -177,7 +178,8 @@ void PhaseTracker::CloseRange(Open open, int64_t end_ns, uint64_t end_seq, uint6
     r.closed = !closing_at_end_;
   }
   PhaseSummary& s = summaries_[summary_of_[open.name]];
-  s.total_ns += end_ns - open.begin_ns;
+  // Saturating: a damaged clock can put a range's ends at opposite ends of int64.
+  s.total_ns = SaturatingAdd(s.total_ns, SaturatingSub(end_ns, open.begin_ns));
   if (--open_names_[open.name] == 0) {
     const size_t i = summary_of_[open.name];
     open_summaries_.erase(std::find(open_summaries_.begin(), open_summaries_.end(), i));

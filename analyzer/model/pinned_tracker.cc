@@ -36,7 +36,8 @@ PinnedTracker::PinnedTracker(int64_t start_ns, int64_t duration_ns)
   result_.windows.resize(windows);
   for (size_t i = 0; i < windows; ++i) {
     result_.windows[i].start_ns = static_cast<int64_t>(i) * result_.window_ns;
-    result_.windows[i].end_ns = result_.windows[i].start_ns + result_.window_ns;
+    // The last window of a trace whose times span all of int64 ends past INT64_MAX.
+    result_.windows[i].end_ns = SaturatingAdd(result_.windows[i].start_ns, result_.window_ns);
   }
   by_thread_stack_.resize(windows);
   bucket_ns_ = std::max<int64_t>(1, duration_ns_ / kTimelinePoints + (duration_ns_ % kTimelinePoints != 0));

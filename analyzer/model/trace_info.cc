@@ -13,6 +13,13 @@ int64_t SaturatingSub(int64_t a, int64_t b) {
   return static_cast<int64_t>(d);
 }
 
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  const __int128 s = static_cast<__int128>(a) + b;
+  if (s > std::numeric_limits<int64_t>::max()) return std::numeric_limits<int64_t>::max();
+  if (s < std::numeric_limits<int64_t>::min()) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(s);
+}
+
 void TraceInfo::NoteEventTime(int64_t time_ns) {
   if (!has_events) {
     has_events = true;

@@ -39,8 +39,9 @@ struct TraceInfo {
   const std::string& ThreadName(uint32_t index) const;
 };
 
-// Subtracts without overflow, saturating at the int64 range.
+// Subtracts or adds without overflow, saturating at the int64 range.
 int64_t SaturatingSub(int64_t a, int64_t b);
+int64_t SaturatingAdd(int64_t a, int64_t b);
 
 }  // namespace cumemtrace::analyzer
 

@@ -42,22 +42,40 @@ uint64_t BufferedFile::CurrentSize() {
   return st.st_size < 0 ? 0 : static_cast<uint64_t>(st.st_size);
 }
 
-absl::StatusOr<size_t> BufferedFile::Ensure(size_t n) {
-  if (available() >= n) return available();
-  if (eof_) return available();
-  // Move what is left to the front, grow if `n` does not fit, then read until `n` bytes are there or the file ends.
-  const size_t wanted = std::max(n, kChunkSize);
-  if (wanted > capacity_) {
-    std::unique_ptr<uint8_t[]> grown(new uint8_t[wanted]);
+void BufferedFile::Reserve(size_t capacity) {
+  if (capacity > capacity_) {
+    std::unique_ptr<uint8_t[]> grown(new uint8_t[capacity]);
     if (available() != 0) std::memcpy(grown.get(), data(), available());
     buffer_ = std::move(grown);
-    capacity_ = wanted;
+    capacity_ = capacity;
   } else if (begin_ != 0) {
     if (available() != 0) std::memmove(buffer_.get(), data(), available());
   }
   end_ -= begin_;
   begin_ = 0;
+}
+
+absl::StatusOr<size_t> BufferedFile::Ensure(size_t n) {
+  if (available() >= n) return available();
+  if (eof_) return available();
+  // Move what is left to the front, grow if `n` does not fit, then read until `n` bytes are there or the file ends.
+  // The window is a chunk, or `n` when that is larger; but a regular file with less than that left from offset()
+  // needs no more than what is left (plus room for the read that finds the end), and a small trace must not cost a
+  // 4 MiB allocation. The window then holds the rest of the file, as the full window would have: Ensure returns the
+  // same counts for any file that does not grow while it is read.
+  const size_t full = std::max(n, kChunkSize);
+  size_t wanted = full;
+  if (capacity_ < full) {
+    const uint64_t size = CurrentSize();  // UINT64_MAX for a pipe: the full window
+    const uint64_t left = size - std::min(size, offset_);
+    if (left < full - std::min(full, kTailSlack)) {
+      wanted = std::max(available(), static_cast<size_t>(left) + kTailSlack);
+    }
+  }
+  Reserve(wanted);
   while (end_ < n) {
+    // Full before `n` bytes: the file grew past the size fstat gave. Grow to the full window, as without the cap.
+    if (end_ == capacity_) Reserve(full);
     const ssize_t got = ::read(fd_, buffer_.get() + end_, capacity_ - end_);
     if (got < 0) {
       if (errno == EINTR) continue;

@@ -1,6 +1,8 @@
 // A forward-only buffered reader over a file, for traces that may be many gigabytes: it holds one window of the
 // file (grown only to fit the largest packet asked for), never the whole file. It knows nothing about the trace
-// format and must stay that way; it must never read ahead more than it is asked to hold plus one chunk.
+// format and must stay that way; it must never read ahead more than it is asked to hold plus one chunk. A regular
+// file with less than a chunk left gets a window of what is left (plus kTailSlack) instead: a 200-byte trace costs a
+// 4 KiB window, not a 4 MiB one (the fuzz target reads tens of millions of small traces).
 #ifndef CUMEMTRACE_ANALYZER_READER_BUFFERED_FILE_H_
 #define CUMEMTRACE_ANALYZER_READER_BUFFERED_FILE_H_
 
@@ -18,6 +20,9 @@ namespace cumemtrace::analyzer {
 class BufferedFile {
  public:
   static constexpr size_t kChunkSize = size_t{4} << 20;
+  // Room past the end of a regular file in a window sized to the file: the read that finds the end needs room, and
+  // a file that grows a little after fstat fits without growing the window.
+  static constexpr size_t kTailSlack = 4096;
 
   // Opens `path` for reading. Errors name the path and the system's reason.
   static absl::StatusOr<std::unique_ptr<BufferedFile>> Open(const std::string& path);
@@ -34,6 +39,9 @@ class BufferedFile {
   // The bytes buffered from offset() on.
   const uint8_t* data() const { return buffer_.get() + begin_; }
   size_t available() const { return end_ - begin_; }
+  // Size of the window now (for tests): the largest Ensure() so far or a chunk, whichever is larger, but no more
+  // than what a regular file had left then plus kTailSlack, unless the file grew past that.
+  size_t capacity() const { return capacity_; }
 
   // Makes at least `n` bytes available from offset() on unless the file ends first; returns how many are available
   // then (fewer than `n` only at the end of the file).
@@ -46,6 +54,8 @@ class BufferedFile {
 
  private:
   BufferedFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  // Makes the window at least `capacity` bytes with the available bytes at its front.
+  void Reserve(size_t capacity);
 
   std::string path_;
   int fd_ = -1;

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "analyzer/model/cuda_errors.h"
+#include "analyzer/model/trace_info.h"
 #include "analyzer/render/text_common.h"
 #include "analyzer/reports/stack_weights.h"
 #include "proto/perfetto_trace.pb.h"
@@ -96,7 +97,9 @@ std::string PerfettoTrace(const Analysis& a, const History& h) {
     for (int b = 0; b < h.buckets; ++b) {
       const int64_t t0 = b * h.bucket_ns;
       if (!any || s.max[b] != last) Counter(trace, at(t0), uuid, s.max[b]);
-      if (s.last[b] != s.max[b] && h.bucket_ns > 1) Counter(trace, at(t0 + h.bucket_ns - 1), uuid, s.last[b]);
+      if (s.last[b] != s.max[b] && h.bucket_ns > 1) {
+        Counter(trace, at(SaturatingAdd(t0, h.bucket_ns - 1)), uuid, s.last[b]);  // the last bucket may end past int64
+      }
       last = s.last[b];
       any = true;
     }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "analyzer/model/trace_info.h"
 #include "analyzer/render/text_common.h"
 
 namespace cumemtrace::analyzer {
@@ -25,6 +26,7 @@ void AppendPhasesText(const PhaseResults& phases, int64_t start_ns, std::string*
   std::vector<std::vector<std::string>> rows = {{"phase", "ranges", "first at", "time in it", "device", "kind",
                                                  "peak"}};
   for (const PhaseSummary& s : phases.phases) {
+    const std::string first_at = Seconds(std::max<int64_t>(0, SaturatingSub(s.first_ns, start_ns)));
     bool first = true;
     for (const PhasePeak& p : s.peaks) {
       if (p.series != kDeviceTotalSeries && p.series != kTorchReservedSeries &&
@@ -32,12 +34,12 @@ void AppendPhasesText(const PhaseResults& phases, int64_t start_ns, std::string*
         continue;  // the device total (and PyTorch's reserved bytes, pinned host memory) say it; kinds in JSON
       }
       rows.push_back({first ? Printable(s.name) : "", first ? absl::StrCat(s.occurrences) : "",
-                      first ? Seconds(std::max<int64_t>(0, s.first_ns - start_ns)) : "", first ? Seconds(s.total_ns) : "",
+                      first ? first_at : "", first ? Seconds(s.total_ns) : "",
                       DeviceName(p.device), PhaseSeriesName(p.series), HumanBytes(p.peak_bytes)});
       first = false;
     }
     if (first) {
-      rows.push_back({Printable(s.name), absl::StrCat(s.occurrences), Seconds(std::max<int64_t>(0, s.first_ns - start_ns)),
+      rows.push_back({Printable(s.name), absl::StrCat(s.occurrences), first_at,
                       Seconds(s.total_ns), "", "", "nothing allocated"});
     }
   }
@@ -63,7 +65,7 @@ void WritePhasesJson(JsonWriter& w, const PhaseResults& phases, int64_t start_ns
     w.BeginObject();
     w.Member("name", s.name);
     w.Member("ranges", s.occurrences);
-    w.Member("first_ns", s.first_ns - start_ns);
+    w.Member("first_ns", SaturatingSub(s.first_ns, start_ns));
     w.Member("total_ns", s.total_ns);
     w.Key("peaks");
     w.BeginArray();
@@ -73,7 +75,7 @@ void WritePhasesJson(JsonWriter& w, const PhaseResults& phases, int64_t start_ns
       w.Member("kind", PhaseSeriesName(p.series));
       w.Member("peak_bytes", p.peak_bytes);
       w.Member("seq", p.at.seq);
-      w.Member("time_ns", p.at.time_ns == 0 ? int64_t{0} : p.at.time_ns - start_ns);
+      w.Member("time_ns", p.at.time_ns == 0 ? int64_t{0} : SaturatingSub(p.at.time_ns, start_ns));
       w.EndObject();
     }
     w.EndArray();
@@ -88,8 +90,8 @@ void WritePhasesJson(JsonWriter& w, const PhaseResults& phases, int64_t start_ns
     w.Member("path", r.path);
     w.Member("thread_index", r.thread);
     w.Member("domain", r.domain);
-    w.Member("begin_ns", r.begin_ns - start_ns);
-    w.Member("end_ns", r.end_ns - start_ns);
+    w.Member("begin_ns", SaturatingSub(r.begin_ns, start_ns));
+    w.Member("end_ns", SaturatingSub(r.end_ns, start_ns));
     w.Member("after_seq", r.begin_seq);
     w.Member("until_seq", r.end_seq);
     w.Member("closed", r.closed);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "analyzer/model/allocator_layer.h"
 #include "analyzer/model/allocator_rules.h"
+#include "analyzer/model/trace_info.h"
 #include "analyzer/reader/trace_reader.h"
 
 namespace cumemtrace::analyzer {
@@ -60,7 +61,9 @@ class SnapshotPass : public TraceVisitor {
 
   int64_t TimeUs(int64_t time_ns) const {
     const TraceHeader& h = s_.info.header;
-    const int64_t unix_ns = h.start_unix_time_ns != 0 ? h.start_unix_time_ns + (time_ns - h.start_time_ns) : time_ns;
+    const int64_t unix_ns = h.start_unix_time_ns != 0
+        ? SaturatingAdd(h.start_unix_time_ns, SaturatingSub(time_ns, h.start_time_ns))
+        : time_ns;
     return unix_ns / 1000;
   }
   std::vector<SnapshotTraceEntry>& Trace(int32_t device) {

@@ -30,6 +30,9 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 extra=("$@")
+# The fuzzer runs from the work folder: relative --build and --work are resolved here, against the caller's folder.
+build=$(realpath -m "$build")
+work=$(realpath -m "$work")
 
 [[ -n $clangxx && $clangxx != *NOTFOUND ]] || clangxx=$(command -v clang++ || true)
 [[ -n $clang && $clang != *NOTFOUND ]] || clang=$(command -v clang || true)

@@ -4,12 +4,14 @@
 // an OOM and of each leak, and --phase / --window narrowing the peaks, OOMs and leaks; plus the command line.
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "analyzer/command_line.h"
 #include "analyzer/model/analysis.h"
+#include "analyzer/model/history.h"
 #include "gtest/gtest.h"
 #include "proto/perfetto_trace.pb.h"
 #include "proto/trace.pb.h"
@@ -175,6 +177,70 @@ TEST(Phases, PerfettoHasASlicePerRange) {
   }
   EXPECT_EQ(begins, (std::map<std::string, int>{{"a", 1}, {"b", 1}, {"c", 1}}));
   EXPECT_EQ(ends, 3);
+}
+
+// A damaged clock whose times span all of int64: the header starts at INT64_MIN, a range opens there and closes at
+// INT64_MAX with allocations in it at INT64_MAX, the trailer ends at INT64_MAX. Durations saturate at INT64_MAX
+// instead of overflowing (the fuzz target's UBSan found the history's moment times; tests/fuzz/regressions/ has
+// inputs like this one), and the reports and exports still succeed.
+TEST(Phases, ClockSpanningAllOfInt64) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  TraceBuilder b;
+  format::Header h = TraceBuilder::DefaultHeader();
+  h.set_start_time_ns(kMin);
+  b.Header(h).Device(0, "GPU", 1ull << 30).Thread(1, 100, "main");
+  format::Packet push = Phase(format::Phase::PUSH, 1, 0, "a");
+  push.mutable_phase()->set_time_ns(kMin);
+  format::Packet pop = Phase(format::Phase::POP, 1, 1);
+  pop.mutable_phase()->set_time_ns(kMax);
+  b.Packet(push).Packet(pop);
+  test::Ev pinned = Alloc(1, 0, 0x2000, 64, 0, format::Api::kCudaHostAlloc, -1, 1);
+  pinned.time_ns = kMax;
+  test::Ev device = Alloc(2, 0, 0x1000, 100, 0, format::Api::kCudaMalloc, 0, 1);
+  device.time_ns = kMax;
+  test::Ev brief = Alloc(3, 0, 0x3000, 50, 0, format::Api::kCudaMalloc, 0, 1);  // the last bucket's max is not its last
+  brief.time_ns = kMax;
+  test::Ev freed = Free(4, 0, 0x3000, format::Api::kCudaFree, 0, 1);
+  freed.time_ns = kMax;
+  test::Ev segment = test::Torch(5, 0, format::Api::kTorchSegmentAlloc, 0x1000, 100);  // for torch-snapshot's times
+  segment.time_ns = kMax;
+  b.Events({pinned, device, brief, freed, segment});
+  b.Trailer(5, kMax);
+  const std::string path = b.Write("int64_clock.pb");
+
+  auto a = Analyze(path, AnalyzeOptions());
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ((*a)->info.DurationNs(), kMax);
+  ASSERT_EQ((*a)->phases.phases.size(), 1u);
+  EXPECT_EQ((*a)->phases.phases[0].total_ns, kMax);
+  ASSERT_EQ((*a)->pinned.windows.size(), 201u);  // kMax / 200 wide: the last one ends past int64
+  EXPECT_EQ((*a)->pinned.windows[199].end_ns, (*a)->pinned.windows[200].start_ns);
+  EXPECT_EQ((*a)->pinned.windows[200].end_ns, kMax);
+
+  HistoryOptions options;
+  absl::StatusOr<History> history = ReadHistory(**a, options);
+  ASSERT_TRUE(history.ok()) << history.status();
+  EXPECT_EQ(history->bucket_ns, kMax / options.buckets + 1);  // rounded up
+  ASSERT_EQ(history->moments.size(), static_cast<size_t>(options.moments));
+  for (int j = 0; j < options.moments; ++j) {  // kMax * j / 47, exactly
+    const __int128 exact = static_cast<__int128>(kMax) * j / (options.moments - 1);
+    EXPECT_EQ(history->moments[j].time_ns, static_cast<int64_t>(exact)) << j;
+  }
+
+  test::JsonValue summary = test::Json(test::Tool({"summary", path, "--json"}));
+  ASSERT_TRUE(summary.has("phases"));
+  EXPECT_EQ(summary["phases"][0]["total_ns"].integer(), kMax);
+  EXPECT_EQ(summary["phases"][0]["first_ns"].integer(), 0);
+  EXPECT_EQ(summary["phase_ranges"][0]["end_ns"].integer(), kMax);
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"summary", path}, {"peak", path, "--json"}, {"pinned", path, "--json"},
+           {"html", path, "-o", path + ".html"}, {"perfetto", path, "-o", path + ".perfetto"},
+           {"torch-snapshot", path, "-o", path + ".pickle"},
+           {"torch-snapshot", path, "--json", "-o", path + ".json"}, {"leaks", path, "--window", "0:1000"}}) {
+    const test::ToolResult r = test::Tool(args);
+    EXPECT_EQ(r.code, 0) << args[0] << ": " << r.err;
+  }
 }
 
 TEST(Phases, CommandLine) {
