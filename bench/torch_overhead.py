@@ -2,8 +2,11 @@
 """What tracing PyTorch's tensors costs a training step, side by side with PyTorch's own memory history, on the GPU
 machine (issue 8's benchmark; results go to docs/performance.md).
 
-Runs tests/gpu/workloads/gpt2_overhead.py (GPT-2 built from a config, AdamW, median ms per step over the timed
-steps) in every mode below, the modes interleaved round by round so that drift on the machine hits all of them:
+Runs tests/gpu/workloads/gpt2_overhead.py (GPT-2 built from a config, AdamW) once per mode below, all processes at
+once, each as a server that runs steps on request; the driver then gives every mode a turn of --steps steps, turn
+after turn in a rotating order, so that the machine's drift (step times on the shared GPU machine varied by 2x
+between one-mode-per-process runs minutes apart) falls on every mode alike. The first turn is a warm-up. Reported:
+the median ms per step over all counted steps, and the ratio to untraced turn by turn (median, min-max).
 
   plain      untraced
   history    torch.cuda.memory._record_memory_history(stacks="python")
@@ -18,9 +21,9 @@ the trace's trailer: ns per trace row spent in the preload (recorder_time_ns / e
 file bytes per allocator entry.
 
 Usage (on the GPU machine, from the repository root, the bundle from scripts/gpu-bundle.sh carried):
-  python3 bench/torch_overhead.py --build gpu-build --out DIR [--rounds 2] [--steps 60] [--configs issue,cpu]
-      [--variants depth32,nopython] [--old-preload PATH]
-Writes DIR/torch_overhead.json (every run) and DIR/torch_overhead.md (medians over rounds, and the ratios).
+  python3 bench/torch_overhead.py --build gpu-build --out DIR [--turns 30] [--steps 10] [--configs issue,cpu]
+      [--variants depth16,nopython,nostacks,old] [--old-preload PATH]
+Writes DIR/torch_overhead.json (every mode) and DIR/torch_overhead.md (the tables).
 """
 import argparse
 import json
@@ -28,7 +31,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKLOAD = os.path.join(ROOT, "tests", "gpu", "workloads", "gpt2_overhead.py")
@@ -36,41 +38,72 @@ CONFIGS = {
     "issue": ["--layers", "6", "--embd", "512", "--batch", "16", "--seq", "256"],
     "cpu": ["--layers", "6", "--embd", "128", "--batch", "2", "--seq", "64"],
 }
-# cumemtrace variants: extra environment for the preload (None: the build's own preload with its defaults).
+# cumemtrace variants: extra environment for the preload ("old": --old-preload, another build, its defaults).
 VARIANTS = {
-    "depth32": {"CUMEMTRACE_STACK_DEPTH": "32"},
-    "depth16": {"CUMEMTRACE_STACK_DEPTH": "16"},
+    "depth16": {"CUMEMTRACE_TORCH_STACK_DEPTH": "16"},
+    "torchdepth64": {"CUMEMTRACE_TORCH_STACK_DEPTH": "64"},
     "nopython": {"CUMEMTRACE_PYTHON": "0"},
     "nostacks": {"CUMEMTRACE_STACK_DEPTH": "0"},
     "old": {},  # --old-preload: another build of the preload, default settings
 }
 
 
-def run(mode, config, args, work, env_extra, preload):
-    truth = os.path.join(work, "truth.json")
-    trace = os.path.join(work, "trace.pb")
+def start(mode, config, args, work, preload_for):
+    """Starts the workload of one mode as a server (it warms up, then runs steps on request)."""
+    folder = os.path.join(work, f"{config}-{mode}")
+    os.makedirs(folder, exist_ok=True)
+    truth = os.path.join(folder, "truth.json")
+    trace = os.path.join(folder, "trace.pb")
     for path in (truth, trace):
         if os.path.exists(path):
             os.remove(path)
     env = dict(os.environ)
-    cmd = [sys.executable, WORKLOAD, truth, "--steps", str(args.steps)] + CONFIGS[config]
+    cmd = [sys.executable, WORKLOAD, truth, "--serve"] + CONFIGS[config]
     if mode == "history":
         cmd.append("--history")
+    preload = preload_for(mode)
     if preload:
         env.update({"LD_PRELOAD": preload, "CUMEMTRACE_OUTPUT": trace})
-        env.update(env_extra)
-    started = time.time()
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
-    result = {"mode": mode, "config": config, "exit": done.returncode, "wall_s": round(time.time() - started, 1)}
-    if done.returncode != 0:
-        result["stderr"] = done.stderr[-2000:]
+        env.update(VARIANTS.get(mode, {}))
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=open(os.path.join(folder, "stderr.txt"), "w"), text=True)
+    return {"mode": mode, "config": config, "proc": proc, "truth": truth, "trace": trace if preload else None,
+            "times": [], "round_medians": [], "ok": True}
+
+
+def ask(w, line):
+    """Sends one request line; returns the reply line ('' when the process died)."""
+    if not w["ok"]:
+        return ""
+    try:
+        w["proc"].stdin.write(line + "\n")
+        w["proc"].stdin.flush()
+        reply = w["proc"].stdout.readline()
+    except (BrokenPipeError, OSError):
+        reply = ""
+    if not reply:
+        w["ok"] = False
+    return reply
+
+
+def finish(w, args):
+    """Ends the server and reads its truth and, for traced modes, the trailer of its trace."""
+    ask(w, "end")
+    try:
+        w["proc"].wait(timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        w["proc"].kill()
+    result = {"mode": w["mode"], "config": w["config"], "exit": w["proc"].returncode,
+              "steps": len(w["times"]), "round_medians_ms": w["round_medians"]}
+    if w["times"]:
+        result["median_ms"] = statistics.median(w["times"])
+    if w["proc"].returncode != 0 or not os.path.exists(w["truth"]):
         return result
-    with open(truth) as f:
+    with open(w["truth"]) as f:
         result["workload"] = json.load(f)  # its own "mode" says only whether PyTorch's history was on
-    result["median_ms"] = result["workload"]["median_ms"]
-    if preload:
-        result["trace_bytes"] = os.path.getsize(trace)
-        summary = subprocess.run([args.analyzer, "summary", trace, "--json"], capture_output=True, text=True)
+    if w["trace"] and os.path.exists(w["trace"]):
+        result["trace_bytes"] = os.path.getsize(w["trace"])
+        summary = subprocess.run([args.analyzer, "summary", w["trace"], "--json"], capture_output=True, text=True)
         health = json.loads(summary.stdout).get("health", {}) if summary.returncode == 0 else {}
         rows = health.get("events") or 0
         entries = health.get("allocator_events") or 0
@@ -86,28 +119,26 @@ def run(mode, config, args, work, env_extra, preload):
 def table(results, configs, modes):
     lines = []
     for config in configs:
-        runs = [r for r in results if r["config"] == config and r.get("exit") == 0]
-        plain = [r["median_ms"] for r in runs if r["mode"] == "plain"]
-        if not plain:
+        by_mode = {r["mode"]: r for r in results if r["config"] == config and r.get("exit") == 0 and "median_ms" in r}
+        if "plain" not in by_mode:
             continue
-        base = statistics.median(plain)
+        plain = by_mode["plain"]
         lines.append(f"\n### {config}: {' '.join(CONFIGS[config])}\n")
-        lines.append("| mode | ms per step (median of rounds) | rounds | vs untraced | preload ns per row | "
-                     "B per allocator entry |")
-        lines.append("|---|---|---|---|---|---|")
+        lines.append("| mode | ms per step (median of all steps) | steps | vs untraced | per-turn ratio to untraced "
+                     "(median, min-max) | preload ns per row | B per allocator entry | B per row |")
+        lines.append("|---|---|---|---|---|---|---|---|")
         overhead = {}
         for mode in modes:
-            ms = [r["median_ms"] for r in runs if r["mode"] == mode]
-            if not ms:
+            r = by_mode.get(mode)
+            if r is None:
                 continue
-            m = statistics.median(ms)
-            overhead[mode] = m / base - 1
-            ns = [r["recorder_ns_per_row"] for r in runs if r["mode"] == mode and "recorder_ns_per_row" in r]
-            bpe = [r["bytes_per_entry"] for r in runs if r["mode"] == mode and "bytes_per_entry" in r]
-            lines.append(f"| {mode} | {m:.2f} | {', '.join(f'{x:.2f}' for x in ms)} | "
-                         f"{100 * overhead[mode]:+.1f} % | {statistics.median(ns):.0f} | "
-                         f"{statistics.median(bpe):.2f} |" if ns else
-                         f"| {mode} | {m:.2f} | {', '.join(f'{x:.2f}' for x in ms)} | {100 * overhead[mode]:+.1f} % | | |")
+            overhead[mode] = r["median_ms"] / plain["median_ms"] - 1
+            ratios = [m / p for m, p in zip(r["round_medians_ms"], plain["round_medians_ms"])]
+            spread = (f"{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})" if ratios else "")
+            extra = (f"{r['recorder_ns_per_row']:.0f} | {r['bytes_per_entry']:.2f} | {r['bytes_per_row']:.2f}"
+                     if "recorder_ns_per_row" in r else " | | ")
+            lines.append(f"| {mode} | {r['median_ms']:.2f} | {r['steps']} | {100 * overhead[mode]:+.1f} % | "
+                         f"{spread} | {extra} |")
         if "history" in overhead and "cumem" in overhead and overhead["history"] > 0:
             lines.append(f"\ncumemtrace's overhead / history's: {overhead['cumem'] / overhead['history']:.2f}")
     return "\n".join(lines) + "\n"
@@ -117,41 +148,43 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--build", default="gpu-build")
     p.add_argument("--out", required=True)
-    p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--steps", type=int, default=60)
+    p.add_argument("--turns", type=int, default=30, help="turns per mode (the first is a warm-up, not counted)")
+    p.add_argument("--steps", type=int, default=10, help="steps per turn")
     p.add_argument("--configs", default="issue,cpu")
     p.add_argument("--variants", default="")
     p.add_argument("--old-preload", default="")
-    p.add_argument("--timeout", type=int, default=240)
-    p.add_argument("--budget", type=int, default=0, help="stop starting rounds after this many seconds (0: none)")
+    p.add_argument("--timeout", type=int, default=300)
     args = p.parse_args()
     args.analyzer = os.path.join(args.build, "analyzer", "cumem-analyze")
     preload = os.path.abspath(os.path.join(args.build, "preload", "libcumemtrace.so"))
+
+    def preload_for(mode):
+        if mode in ("plain", "history"):
+            return None
+        return os.path.abspath(args.old_preload) if mode == "old" else preload
+
     configs = [c for c in args.configs.split(",") if c]
-    variants = [v for v in args.variants.split(",") if v]
-    modes = ["plain", "history", "cumem"] + variants
+    modes = ["plain", "history", "cumem"] + [v for v in args.variants.split(",") if v]
     work = os.path.join(args.out, "work")
-    os.makedirs(work, exist_ok=True)
     results = []
-    started = time.time()
-    for round_number in range(args.rounds):
-        if args.budget and round_number > 0 and time.time() - started > args.budget:
-            break
-        for config in configs:
-            for mode in modes:
-                if mode in ("plain", "history"):
-                    r = run(mode, config, args, work, {}, None)
-                elif mode == "cumem":
-                    r = run(mode, config, args, work, {}, preload)
-                elif mode == "old":
-                    r = run(mode, config, args, work, {}, os.path.abspath(args.old_preload))
-                else:
-                    r = run(mode, config, args, work, VARIANTS[mode], preload)
-                r["round"] = round_number
-                results.append(r)
-                print(json.dumps({k: v for k, v in r.items() if k != "stderr"}), flush=True)
-                if r.get("exit") != 0:
-                    print(r.get("stderr", ""), file=sys.stderr, flush=True)
+    for config in configs:
+        workers = [start(mode, config, args, work, preload_for) for mode in modes]
+        for w in workers:
+            if w["proc"].stdout.readline().strip() != "ready":
+                w["ok"] = False
+        for turn in range(args.turns):
+            # Every mode once per turn, in an order that rotates: drift on the machine falls on all of them alike.
+            for k in range(len(workers)):
+                w = workers[(k + turn) % len(workers)]
+                reply = ask(w, f"run {args.steps}")
+                if reply and turn > 0:
+                    times = json.loads(reply)["times_ms"]
+                    w["times"].extend(times)
+                    w["round_medians"].append(statistics.median(times))
+        for w in workers:
+            r = finish(w, args)
+            results.append(r)
+            print(json.dumps({k: v for k, v in r.items() if k not in ("round_medians_ms", "workload")}), flush=True)
     with open(os.path.join(args.out, "torch_overhead.json"), "w") as f:
         json.dump(results, f, indent=1)
     md = table(results, configs, modes)

@@ -7,7 +7,10 @@ for docs/performance.md: run it untraced, under cumemtrace (LD_PRELOAD, block ev
 Writes its truth JSON (and prints it): mode, median and mean ms per step over the timed steps, allocations per step
 (memory_stats: each is an ALLOC, a FREE_REQUESTED and a FREE_COMPLETED entry), and with --history how many entries
 PyTorch's history held and the size of its pickled snapshot.
-Usage: gpt2_overhead.py TRUTH_JSON [--history] [--steps N] [--layers L --embd E --batch B --seq S]
+Usage: gpt2_overhead.py TRUTH_JSON [--history] [--steps N] [--layers L --embd E --batch B --seq S] [--serve]
+With --serve the timed steps are run on request, so that a driver can interleave several processes (one per mode)
+finely over the same minutes: after the warm-up it prints "ready", then for each line "run N" on stdin runs N steps
+and prints {"times_ms": [...]}; at "end" it writes the truth JSON (median over every step it ran) and exits.
 (bench/torch_overhead.py also runs it with a small embedding and batch, where the step is bound by the CPU and every
 microsecond spent per allocation shows in the step time.)
 """
@@ -48,16 +51,31 @@ def main():
     torch.cuda.synchronize()
     allocs_before = torch.cuda.memory_stats(device)["allocation.all.allocated"]
     times = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        step()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) * 1e3)
+
+    def timed(n):
+        for _ in range(n):
+            t0 = time.perf_counter()
+            step()
+            torch.cuda.synchronize()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return times[-n:]
+
+    if "--serve" in sys.argv:
+        print("ready", flush=True)
+        for line in sys.stdin:
+            words = line.split()
+            if words[:1] == ["run"]:
+                print(json.dumps({"times_ms": timed(int(words[1]))}), flush=True)
+            elif words[:1] == ["end"]:
+                break
+        steps = len(times)
+    else:
+        timed(steps)
     allocs = torch.cuda.memory_stats(device)["allocation.all.allocated"] - allocs_before
     result = {"mode": "history" if history else "plain", "steps": steps,
               "config": {"layers": layers, "embd": embd, "batch": batch, "seq": seq},
               "median_ms": statistics.median(times), "mean_ms": statistics.fmean(times),
-              "allocations_per_step": allocs / steps}
+              "allocations_per_step": allocs / max(steps, 1)}
     if history:
         snapshot = torch.cuda.memory._snapshot()
         entries = sum(len(t) for t in snapshot.get("device_traces", []))
