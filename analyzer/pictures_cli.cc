@@ -168,6 +168,12 @@ int RunTorchSnapshotCommand(const CommandLine& cl, std::FILE* err) {
                        " live blocks outside every segment\n"),
           err);
   }
+  if (s.foreign_device_events != 0) {
+    Write(absl::StrCat("warning: left out of the snapshot: ", s.foreign_device_events,
+                       " PyTorch allocator events of devices above ", kMaxTorchDevice,
+                       " (PyTorch's largest device index; the trace is damaged)\n"),
+          err);
+  }
   Write(SnapshotEstimateWarning(s.estimates), err);
   const std::string bytes = cl.json ? TorchSnapshotJson(s) : TorchSnapshotPickle(s);
   if (absl::Status st = WriteOutput(cl.output, bytes, nullptr); !st.ok()) return Fail(st, err, kExitBadInput);

@@ -94,6 +94,12 @@ void SnapshotPass::OnEvent(const Event& e) {
   if (e.seq > until_seq_) return;
   s_.info.NoteEventTime(e.time_ns);
   if (e.info->space == format::Space::kTorchBlock || e.info->space == format::Space::kTorchSegment) {
+    // PyTorch's device index is an int8 (c10::DeviceIndex), and device_traces is a list by index: an event of
+    // another device comes from a damaged trace and would make that list absurdly long.
+    if (e.device < 0 || e.device > kMaxTorchDevice) {
+      ++s_.foreign_device_events;
+      return;
+    }
     TorchEvent(e, index);
     return;
   }

@@ -86,6 +86,9 @@ struct SnapshotEstimates {
   bool any() const { return estimated_blocks != 0 || mismatches != 0 || !unmodelled.empty() || attached_late; }
 };
 
+// The largest device index PyTorch has (c10::DeviceIndex is an int8).
+inline constexpr int32_t kMaxTorchDevice = 127;
+
 struct TorchSnapshot {
   TraceInfo info;
   StackTable stacks;
@@ -96,6 +99,7 @@ struct TorchSnapshot {
   uint64_t torch_events = 0;
   uint64_t unmatched_frees = 0;  // frees of a block never allocated in the trace (left out of device_traces)
   uint64_t stray_blocks = 0;     // active blocks outside every segment the trace saw (left out of segments)
+  uint64_t foreign_device_events = 0;  // torch.* events of a device PyTorch cannot have (left out: a damaged trace)
   SnapshotEstimates estimates;
 };
 

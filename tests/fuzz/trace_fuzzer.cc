@@ -33,7 +33,7 @@ struct Setup {
 Setup* setup = nullptr;
 
 std::string MakeDir() {
-  std::string base = "/dev/shm";  // a file in memory when there is one: each input is written and read ~30 times
+  std::string base = "/dev/shm";  // a file in memory when there is one: each input is written and read up to 28 times
   if (access(base.c_str(), W_OK) != 0) {
     const char* tmp = std::getenv("TMPDIR");
     base = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
@@ -108,8 +108,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::perror("cumem_fuzz: writing the input");
     std::abort();
   }
-  // All ~30 commands per input by default. For long runs, CUMEM_FUZZ_ONE=1 runs only the command numbered by the
-  // input's length modulo their count: ~30 times the inputs per second, every command still reached (mutations
+  // All 28 commands per input by default. For long runs, CUMEM_FUZZ_ONE=1 runs only the command numbered by the
+  // input's length modulo their count: ~28 times the inputs per second, every command still reached (mutations
   // change lengths), and an input always runs the same command, so a finding reproduces without the variable too
   // (the default runs that command as well).
   size_t first = 0;
