@@ -19,8 +19,7 @@ constexpr size_t kMaxFrames = 256;
 class Interner {
  public:
   Interner(const Analysis& a, const GroupingOptions& grouping)
-      : a_(a),
-        resolver_(a.stacks, a.symbols, a.python_frames),
+      : resolver_(a.stacks, a.symbols, a.python_frames),
         grouper_(a.stacks, a.symbols, a.python_frames, a.info.header.executable, grouping) {}
 
   uint32_t String(const std::string& s) {
@@ -106,7 +105,6 @@ class Interner {
     return it->second;
   }
 
-  const Analysis& a_;
   FrameResolver resolver_;
   StackGrouper grouper_;
   absl::flat_hash_map<std::string, uint32_t> strings_;
