@@ -10,27 +10,17 @@
 #include "analyzer/model/allocator_layer.h"
 #include "analyzer/model/analysis.h"
 #include "analyzer/model/driver_memory.h"
+#include "analyzer/model/metadata_visitor.h"
 #include "analyzer/model/owners.h"
 
 namespace cumemtrace::analyzer {
 
-class ScanPass : public TraceVisitor {
+class ScanPass : public MetadataVisitor {
  public:
-  ScanPass(Analysis& analysis, const AnalyzeOptions& options) : a_(analysis), options_(options) {}
-
-  void OnHeader(const TraceHeader& header) override { a_.info.header = header; }
-  void OnDevice(const DeviceInfo& device) override { a_.info.devices[device.ordinal] = device; }
-  void OnThread(const ThreadInfo& thread) override { a_.info.threads[thread.index] = thread; }
-  void OnModule(const ModuleInfo& module) override { a_.symbols.AddModule(module); }
-  void OnStackNode(const StackNode& node) override { a_.stacks.Add(node); }
-  void OnString(uint32_t id, const std::string& value) override { a_.symbols.AddString(id, value); }
-  void OnSymbol(const SymbolInfo& symbol) override { a_.symbols.AddSymbol(symbol); }
-  void OnPythonFrame(const PythonFrameInfo& frame) override { a_.python_frames.Add(frame); }
-  void OnTrailer(const TrailerInfo& trailer) override {
-    a_.info.has_trailer = true;
-    a_.info.trailer = trailer;
-  }
-  void OnNotice(const NoticeInfo& notice) override { a_.info.notices.push_back(notice); }
+  ScanPass(Analysis& analysis, const AnalyzeOptions& options)
+      : MetadataVisitor(analysis.info, analysis.stacks, analysis.symbols, analysis.python_frames),
+        a_(analysis),
+        options_(options) {}
   void OnMemorySample(const MemorySample& sample) override { driver_.Add(sample, owners_); }
   void OnPhase(const PhaseInfo& phase) override { phases_.Add(phase); }
   void OnAllocatorAttach(const AllocatorAttachInfo& attach) override;

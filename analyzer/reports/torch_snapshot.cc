@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "analyzer/model/allocator_layer.h"
 #include "analyzer/model/allocator_rules.h"
+#include "analyzer/model/metadata_visitor.h"
 #include "analyzer/model/trace_info.h"
 #include "analyzer/reader/trace_reader.h"
 
@@ -18,23 +19,10 @@ namespace {
 
 using format::Api;
 
-class SnapshotPass : public TraceVisitor {
+class SnapshotPass : public MetadataVisitor {
  public:
-  SnapshotPass(TorchSnapshot& s, uint64_t until_seq) : s_(s), until_seq_(until_seq) {}
-
-  void OnHeader(const TraceHeader& header) override { s_.info.header = header; }
-  void OnDevice(const DeviceInfo& device) override { s_.info.devices[device.ordinal] = device; }
-  void OnThread(const ThreadInfo& thread) override { s_.info.threads[thread.index] = thread; }
-  void OnModule(const ModuleInfo& module) override { s_.symbols.AddModule(module); }
-  void OnStackNode(const StackNode& node) override { s_.stacks.Add(node); }
-  void OnString(uint32_t id, const std::string& value) override { s_.symbols.AddString(id, value); }
-  void OnSymbol(const SymbolInfo& symbol) override { s_.symbols.AddSymbol(symbol); }
-  void OnPythonFrame(const PythonFrameInfo& frame) override { s_.python_frames.Add(frame); }
-  void OnNotice(const NoticeInfo& notice) override { s_.info.notices.push_back(notice); }
-  void OnTrailer(const TrailerInfo& trailer) override {
-    s_.info.has_trailer = true;
-    s_.info.trailer = trailer;
-  }
+  SnapshotPass(TorchSnapshot& s, uint64_t until_seq)
+      : MetadataVisitor(s.info, s.stacks, s.symbols, s.python_frames), s_(s), until_seq_(until_seq) {}
   void OnAllocatorAttach(const AllocatorAttachInfo& attach) override {
     if (attached_) return;  // one tracker per process: a second attach changes nothing (as in the analysis)
     attached_ = true;
