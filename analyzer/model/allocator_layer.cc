@@ -252,8 +252,13 @@ void AllocatorLayer::SegmentAlloc(Device& d, const Event& e, const EventStamp& w
   s.blocks.emplace(e.address, FreeBlock(e.size, e.stream));
   d.segments.emplace(e.address, std::move(s));
   st.segments.Add(1, when);
+  AddReserved(d, e.size, when);
+}
+
+void AllocatorLayer::AddReserved(Device& d, uint64_t bytes, const EventStamp& when) {
+  TorchDeviceStats& st = d.stats;
   const uint64_t old_peak = st.reserved_bytes.peak;
-  st.reserved_bytes.Add(e.size, when);
+  st.reserved_bytes.Add(bytes, when);
   if (st.reserved_bytes.peak != old_peak) {
     st.freed_since_reserved_peak.clear();
     st.allocated_at_reserved_peak = st.allocated_bytes.current;
@@ -282,14 +287,7 @@ void AllocatorLayer::SegmentFree(Device& d, const Event& e) {
 
 void AllocatorLayer::SegmentMap(Device& d, const Event& e, const EventStamp& when) {
   TorchDeviceStats& st = d.stats;
-  const uint64_t old_peak = st.reserved_bytes.peak;
-  st.reserved_bytes.Add(e.size, when);
-  if (st.reserved_bytes.peak != old_peak) {
-    st.freed_since_reserved_peak.clear();
-    st.allocated_at_reserved_peak = st.allocated_bytes.current;
-    st.allocations_at_reserved_peak = st.allocations.current;
-    d.reserved_peak_settling = true;
-  }
+  AddReserved(d, e.size, when);
   if (SegmentAt(d, e.address) != d.segments.end()) {
     ++st.mismatches;  // mapped twice: keep the layout, count the bytes
     return;

@@ -171,6 +171,8 @@ class AllocatorLayer {
   void SegmentFree(Device& d, const Event& e);
   void SegmentMap(Device& d, const Event& e, const EventStamp& when);
   void SegmentUnmap(Device& d, const Event& e);
+  // Reserved bytes grow (a segment, a mapping): a new peak remembers what was allocated then.
+  void AddReserved(Device& d, uint64_t bytes, const EventStamp& when);
   void Release(Device& d, TorchBlock& b);  // allocated -> pending: the tensor's life ends
   void Complete(Device& d, TorchBlock& b);  // pending -> free
   static void MergeFree(TorchSegment& s, std::map<uint64_t, TorchBlock>::iterator it);
