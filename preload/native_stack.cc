@@ -4,6 +4,8 @@
 #include <libunwind.h>
 #include <string.h>
 
+#include <atomic>
+
 #include "preload/config.h"
 #include "preload/module_map.h"
 
@@ -12,6 +14,18 @@ namespace {
 
 // Our own frames in a stack (recorder, hooks, wrappers): never more than this many.
 constexpr int kMaxOwnFrames = 16;
+
+// The most frames of ours seen in one stack so far (a handful: the recorder and hook frames above the caller, and
+// a runtime hook's frame in the middle). A stack is unwound to max_depth + this + 1 frames, not max_depth +
+// kMaxOwnFrames + 1: the frames past what is kept cost as much to unwind as the kept ones. A path with more of our
+// frames than seen before is unwound again with the full margin, once, and raises it.
+std::atomic<int> g_own_frames_seen{0};
+
+void NoteOwnFrames(int own) {
+  int seen = g_own_frames_seen.load(std::memory_order_relaxed);
+  while (own > seen && !g_own_frames_seen.compare_exchange_weak(seen, own, std::memory_order_relaxed)) {
+  }
+}
 
 }  // namespace
 
@@ -83,6 +97,25 @@ int WalkDeepStack(uintptr_t* pcs, int max_depth, uint32_t* dropped) {
   return max_depth;
 }
 
+// Copies the first max_depth frames of raw[0, n) that are not ours into pcs; returns their count and, in *own,
+// how many of raw's frames are ours. Every frame of this library goes: the recorder and hook frames above the
+// caller, and the runtime hook's frame in the middle of a stack (user code -> our cudaMalloc -> the real
+// cudaMalloc -> our driver hook).
+int KeepProgramFrames(void* const* raw, int n, uintptr_t* pcs, int max_depth, int* own_frames) {
+  const AddressRange& own = OwnModuleRange();
+  int count = 0;
+  *own_frames = 0;
+  for (int i = 0; i < n; ++i) {
+    const uintptr_t pc = reinterpret_cast<uintptr_t>(raw[i]);
+    if (own.Contains(pc)) {
+      ++*own_frames;
+    } else if (count < max_depth) {
+      pcs[count++] = pc;
+    }
+  }
+  return count;
+}
+
 // A stack deeper than max_depth.
 __attribute__((noinline)) int CaptureDeepStack(uintptr_t* pcs, int max_depth, uint32_t* dropped) {
   void* raw[kDeepFrames];
@@ -98,17 +131,21 @@ int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated, uint32_t* dropp
   *dropped = 0;
   if (max_depth <= 0) return 0;
   void* raw[kMaxStackDepth + kMaxOwnFrames + 1];
-  int want = max_depth + kMaxOwnFrames + 1;
+  const int full = max_depth + kMaxOwnFrames + 1;
+  const int margin = g_own_frames_seen.load(std::memory_order_relaxed);
+  int want = margin < kMaxOwnFrames ? max_depth + margin + 1 : full;
   int n = unw_backtrace(raw, want);
   if (n <= 0) return -1;
-  // Every frame of this library goes: the recorder and hook frames above the caller, and the runtime hook's frame
-  // in the middle of a stack (user code -> our cudaMalloc -> the real cudaMalloc -> our driver hook).
-  const AddressRange& own = OwnModuleRange();
-  int count = 0;
-  for (int i = 0; i < n && count < max_depth; ++i) {
-    uintptr_t pc = reinterpret_cast<uintptr_t>(raw[i]);
-    if (!own.Contains(pc)) pcs[count++] = pc;
+  int own_frames = 0;
+  int count = KeepProgramFrames(raw, n, pcs, max_depth, &own_frames);
+  if (n == want && count < max_depth && want < full) {
+    // More of our frames than the margin allowed for: this stack again with the full margin.
+    want = full;
+    n = unw_backtrace(raw, want);
+    if (n <= 0) return -1;
+    count = KeepProgramFrames(raw, n, pcs, max_depth, &own_frames);
   }
+  if (own_frames > margin) NoteOwnFrames(own_frames);
   if ((count == max_depth || n == want) && !keep_outermost) {
     *truncated = true;
     return count;

@@ -1,8 +1,11 @@
 // Interns native stacks as a prefix tree of program counters, so an event carries one stack id and each distinct
 // call path is written once (as StackNodes packets). Not thread-safe: the recorder calls it under its lock.
 //
-// Two hash tables: (parent, pc) -> node for building the tree, and a whole-stack cache (hash of all pcs -> innermost
-// node, verified by walking the tree) so that a stack seen before costs one lookup instead of one per frame.
+// Two hash tables: (parent, pc) -> node for building the tree, and a whole-stack cache (hash of all pcs -> a flat
+// copy of the stack and its innermost node) so that a stack seen before costs one lookup and one comparison of
+// contiguous memory instead of one lookup per frame. The copy, not the tree, verifies a hit: walking a 50-frame
+// path up the tree is a chain of 50 dependent loads, which made interning the preload's costliest step in time
+// (perf, bench/torch_instructions.sh's workload).
 #ifndef CUMEMTRACE_PRELOAD_STACK_TABLE_H_
 #define CUMEMTRACE_PRELOAD_STACK_TABLE_H_
 
@@ -16,6 +19,11 @@ namespace cumemtrace::preload {
 
 class StackTable {
  public:
+  // Words of cached stacks kept at most (256 MiB): past that, new stacks are interned frame by frame, uncached.
+  static constexpr size_t kMaxCachedWords = size_t{32} << 20;
+
+  explicit StackTable(size_t max_cached_words = kMaxCachedWords) : max_cached_words_(max_cached_words) {}
+
   // Returns the id of the innermost node of `pcs` (innermost first, `count` of them), 0 for an empty stack, or
   // 0 if memory ran out. New nodes are appended to the pending range.
   uint64_t Intern(const uintptr_t* pcs, int count);
@@ -39,11 +47,13 @@ class StackTable {
   };
 
   uint64_t InternNode(uint64_t parent, uint64_t pc);
-  bool Matches(uint64_t id, const uintptr_t* pcs, int count) const;
+  void Cache(uint64_t hash, const uintptr_t* pcs, int count, uint64_t id);
 
   MappedArray<Node> nodes_;
   PairIndex node_index_;   // (parent, pc) -> node
-  PairIndex stack_cache_;  // (hash of all pcs, frame count) -> innermost node, verified by Matches
+  PairIndex stack_cache_;  // (hash of all pcs, frame count) -> 1 + offset of the stack's entry in cached_
+  MappedArray<uint64_t> cached_;  // per cached stack: its innermost node, then its pcs
+  size_t max_cached_words_;
   uint64_t first_pending_ = 1;
 };
 

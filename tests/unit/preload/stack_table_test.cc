@@ -54,5 +54,39 @@ TEST(StackTable, ManyRandomStacksRoundTrip) {
   t.Reset();
 }
 
+// Stacks with the same frames in another order, or one frame apart, are different stacks whatever the cache says.
+TEST(StackTable, PermutedAndNearStacksStayDistinct) {
+  StackTable t;
+  const uintptr_t a[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  const uintptr_t b[] = {5, 6, 7, 8, 1, 2, 3, 4, 9};  // lanes swapped
+  const uintptr_t c[] = {1, 2, 3, 4, 5, 6, 7, 8, 10};
+  const uint64_t ids[] = {t.Intern(a, 9), t.Intern(b, 9), t.Intern(c, 9)};
+  EXPECT_NE(ids[0], ids[1]);
+  EXPECT_NE(ids[0], ids[2]);
+  EXPECT_NE(ids[1], ids[2]);
+  EXPECT_EQ(t.Intern(b, 9), ids[1]);
+  EXPECT_EQ(t.Intern(c, 9), ids[2]);
+  EXPECT_EQ(t.Intern(a, 9), ids[0]);
+  EXPECT_EQ(Walk(t, ids[1]), std::vector<uintptr_t>(b, b + 9));
+}
+
+// Past its cap the whole-stack cache keeps no more stacks: every stack still interns to its own path.
+TEST(StackTable, StacksPastTheCacheCapInternExactly) {
+  StackTable t(/*max_cached_words=*/100);
+  std::mt19937_64 rng(11);
+  std::vector<std::vector<uintptr_t>> stacks;
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 500; ++i) {
+    std::vector<uintptr_t> s(1 + rng() % 30);
+    for (auto& pc : s) pc = 0x400000 + rng() % 16;
+    stacks.push_back(s);
+    ids.push_back(t.Intern(s.data(), static_cast<int>(s.size())));
+  }
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    ASSERT_EQ(Walk(t, ids[i]), stacks[i]) << i;
+    ASSERT_EQ(t.Intern(stacks[i].data(), static_cast<int>(stacks[i].size())), ids[i]) << i;
+  }
+}
+
 }  // namespace
 }  // namespace cumemtrace::preload
