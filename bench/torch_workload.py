@@ -6,7 +6,8 @@ native and Python stack) and a torch.free row, as PyTorch's tracker entries do. 
 warm-up; prints one JSON line: {"pairs": N, "python_depth": D, "native_depth": F, "ns_per_pair": X}.
 
 Usage: python3 torch_workload.py PAIRS PYTHON_DEPTH NATIVE_DEPTH [WARMUP_PAIRS]
-Needs the fake libcuda.so.1 and the fake torch/libc10_cuda.so on the library path (bench/torch_blocks.sh).
+Needs the fake libcuda.so.1 and the fake torch/libc10_cuda.so on the library path (bench/torch_instructions.sh
+sets it up and counts the preload's instructions per pair).
 """
 import ctypes
 import json

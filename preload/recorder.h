@@ -44,6 +44,7 @@ struct ThreadState {
   format::Op label_op;
   bool label_used;
   uint64_t label_seq;   // for frees: the sequence number taken before the real runtime call
+  uint64_t timing_draw;  // this thread's random draws for which events time the recorder (recorder.cc)
 };
 ThreadState& Self();
 
