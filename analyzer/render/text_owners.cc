@@ -60,7 +60,7 @@ void AppendDriverMemoryText(const SummaryReport& r, std::string* out) {
     } else {
       absl::StrAppendFormat(out, "; traced allocations (%s) exceed it by %s (memory freed meanwhile by another "
                                  "process?)",
-                            HumanBytes(d.traced_at_max), SignedBytes(-d.unexplained_at_max));
+                            HumanBytes(d.traced_at_max), HumanBytes(0 - static_cast<uint64_t>(d.unexplained_at_max)));
     }
     absl::StrAppendFormat(out, "\n  %s of %s; unexplained from %s to %s, %s at the last\n",
                           Plural(d.samples, "sample", "samples"), HumanBytes(d.total_bytes),

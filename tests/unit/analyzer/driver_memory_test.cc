@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "analyzer/model/analysis.h"
+#include "analyzer/render/text_owners.h"
 #include "gtest/gtest.h"
 #include "tests/unit/analyzer/trace_builder.h"
 
@@ -140,6 +141,24 @@ TEST(DriverMemory, HostileSamplesStayInRange) {
   EXPECT_EQ(d.unexplained_max, std::numeric_limits<int64_t>::max());
   EXPECT_EQ(d.unexplained_min, 0);  // traced 0 before seq 1
   EXPECT_EQ(d.unexplained_last, std::numeric_limits<int64_t>::max());
+}
+
+// Traced memory above the driver's used figure by 2^63 bytes or more (a damaged sample; the fuzz target found it,
+// tests/fuzz/regressions/driver_memory_traced_exceeds_used_by_2p63.pb): the text says by how much without negating
+// the int64 minimum.
+TEST(DriverMemory, TextOfTheLargestExcessIsItsMagnitude) {
+  SummaryReport r;
+  DriverMemory d;
+  d.used_max = 0;
+  d.traced_at_max = uint64_t{1} << 63;
+  d.unexplained_at_max = d.unexplained_min = d.unexplained_max = d.unexplained_last =
+      std::numeric_limits<int64_t>::min();
+  d.samples = 1;
+  r.driver_memory.push_back(d);
+  std::string text;
+  AppendDriverMemoryText(r, &text);
+  EXPECT_NE(text.find("traced allocations (8.0 EiB) exceed it by 8.0 EiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("unexplained from -8.0 EiB to -8.0 EiB, -8.0 EiB at the last"), std::string::npos) << text;
 }
 
 }  // namespace
