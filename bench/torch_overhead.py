@@ -23,11 +23,14 @@ file bytes per allocator entry.
 Usage (on the GPU machine, from the repository root, the bundle from scripts/gpu-bundle.sh carried):
   python3 bench/torch_overhead.py --build gpu-build --out DIR [--turns 30] [--steps 10] [--configs issue,cpu]
       [--variants depth16,nopython,nostacks,old] [--old-preload PATH]
-Writes DIR/torch_overhead.json (every mode) and DIR/torch_overhead.md (the tables).
+Writes DIR/torch_overhead.json (every mode) and DIR/torch_overhead.md (the tables, with each traced mode's overhead
+as a fraction of the history's and its bootstrap interval over turns).
+  python3 bench/torch_overhead.py --out . --table-from DIR/torch_overhead.json   (the tables again, anywhere)
 """
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -116,6 +119,28 @@ def finish(w, args):
     return result
 
 
+def overhead_ratio_interval(by_mode, mode, resamplings=2000, seed=1):
+    """mode's overhead / the history's from the turn medians (modes paired by turn: one turn ran them back to back),
+    and a 95 % bootstrap interval over turns. Per-turn step times on the GPU machine spread by +-40 % in the
+    CPU-bound model, so a single ratio says little without its interval."""
+    turns = {m: by_mode[m]["round_medians_ms"] for m in ("plain", "history", mode)}
+    n = min(len(t) for t in turns.values())
+    if n < 2:
+        return None
+
+    def ratio(idx):
+        med = {m: statistics.median(t[i] for i in idx) for m, t in turns.items()}
+        history = med["history"] - med["plain"]
+        return (med[mode] - med["plain"]) / history if history > 0 else float("nan")
+
+    rng = random.Random(seed)
+    draws = sorted(ratio([rng.randrange(n) for _ in range(n)]) for _ in range(resamplings))
+    draws = [d for d in draws if d == d]  # a resampling where the history cost nothing has no ratio
+    if not draws:
+        return None
+    return ratio(range(n)), draws[int(0.025 * len(draws))], draws[int(0.975 * len(draws)) - 1], n
+
+
 def table(results, configs, modes):
     lines = []
     for config in configs:
@@ -140,7 +165,15 @@ def table(results, configs, modes):
             lines.append(f"| {mode} | {r['median_ms']:.2f} | {r['steps']} | {100 * overhead[mode]:+.1f} % | "
                          f"{spread} | {extra} |")
         if "history" in overhead and "cumem" in overhead and overhead["history"] > 0:
-            lines.append(f"\ncumemtrace's overhead / history's: {overhead['cumem'] / overhead['history']:.2f}")
+            lines.append(f"\ncumemtrace's overhead / history's (medians of all steps): "
+                         f"{overhead['cumem'] / overhead['history']:.2f}\n")
+            for mode in modes:
+                if mode in ("plain", "history") or mode not in by_mode:
+                    continue
+                interval = overhead_ratio_interval(by_mode, mode)
+                if interval is not None:
+                    lines.append(f"- {mode}'s overhead / history's, from the medians of the {interval[3]} turns: "
+                                 f"{interval[0]:.2f}, 95 % bootstrap interval {interval[1]:.2f}-{interval[2]:.2f}")
     return "\n".join(lines) + "\n"
 
 
@@ -154,7 +187,14 @@ def main():
     p.add_argument("--variants", default="")
     p.add_argument("--old-preload", default="")
     p.add_argument("--timeout", type=int, default=300)
+    p.add_argument("--table-from", default="", help="only print the tables of an earlier run's torch_overhead.json")
     args = p.parse_args()
+    if args.table_from:
+        with open(args.table_from) as f:
+            results = json.load(f)
+        configs = list(dict.fromkeys(r["config"] for r in results))
+        print(table(results, configs, list(dict.fromkeys(r["mode"] for r in results))))
+        return 0
     args.analyzer = os.path.join(args.build, "analyzer", "cumem-analyze")
     preload = os.path.abspath(os.path.join(args.build, "preload", "libcumemtrace.so"))
 
