@@ -19,8 +19,9 @@ namespace cumemtrace::preload {
 
 class StackTable {
  public:
-  // Words of cached stacks kept at most (256 MiB): past that, new stacks are interned frame by frame, uncached.
-  static constexpr size_t kMaxCachedWords = size_t{32} << 20;
+  // Words of cached stacks kept at most (64 MiB, ~160 000 stacks of 50 frames): past that, new stacks are interned
+  // frame by frame, uncached, so a program with ever new stacks cannot grow the cache without bound.
+  static constexpr size_t kMaxCachedWords = size_t{8} << 20;
 
   explicit StackTable(size_t max_cached_words = kMaxCachedWords) : max_cached_words_(max_cached_words) {}
 
