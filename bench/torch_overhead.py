@@ -25,7 +25,7 @@ Usage (on the GPU machine, from the repository root, the bundle from scripts/gpu
       [--variants depth16,nopython,nostacks,old] [--old-preload PATH]
 Writes DIR/torch_overhead.json (every mode) and DIR/torch_overhead.md (the tables, with each traced mode's overhead
 as a fraction of the history's and its bootstrap interval over turns).
-  python3 bench/torch_overhead.py --out . --table-from DIR/torch_overhead.json   (the tables again, anywhere)
+  python3 bench/torch_overhead.py --table-from DIR/torch_overhead.json   (the tables again, anywhere)
 """
 import argparse
 import json
@@ -180,7 +180,7 @@ def table(results, configs, modes):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--build", default="gpu-build")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", help="folder for the results (required unless --table-from)")
     p.add_argument("--turns", type=int, default=30, help="turns per mode (the first is a warm-up, not counted)")
     p.add_argument("--steps", type=int, default=10, help="steps per turn")
     p.add_argument("--configs", default="issue,cpu")
@@ -195,6 +195,8 @@ def main():
         configs = list(dict.fromkeys(r["config"] for r in results))
         print(table(results, configs, list(dict.fromkeys(r["mode"] for r in results))))
         return 0
+    if not args.out:
+        p.error("--out is required")
     args.analyzer = os.path.join(args.build, "analyzer", "cumem-analyze")
     preload = os.path.abspath(os.path.join(args.build, "preload", "libcumemtrace.so"))
 
