@@ -43,6 +43,7 @@ for pairs in "$PAIRS1" "$PAIRS2"; do
   callgrind malloc malloc "$pairs"
   rm -f "$WORK/trace.pb"
   callgrind cumem cuda "$pairs" LD_PRELOAD="$PRELOAD" CUMEMTRACE_OUTPUT="$WORK/trace.pb"
+  [[ -s $WORK/trace.pb ]] || { echo "profile.sh: the traced callgrind run wrote no trace" >&2; exit 1; }
 done
 
 # perf: share of cpu-clock samples per process and library: cumemtrace (cuda mode), heaptrack as users run it and
@@ -51,8 +52,12 @@ HEAPTRACK_PRELOAD=$(dirname "$(readlink -f "$(command -v heaptrack)")")/../lib/h
 perf_ok=1
 rm -f "$WORK/trace.pb"
 args=("$PERF_PAIRS" "$DEPTH" 1000)
-LD_PRELOAD=$PRELOAD CUMEMTRACE_OUTPUT=$WORK/trace.pb perf record -q -e cpu-clock -o "$WORK/cumem.perf" \
+# Through env, after perf: with LD_PRELOAD set on perf itself, perf is the first process to load the preload and
+# the workload it starts stays passive (only the first process traces), so perf would sample an untraced run (the
+# profiles of 2026-11-23 and the first of 2026-11-24 did). The trace file proves the run was traced.
+perf record -q -e cpu-clock -o "$WORK/cumem.perf" -- env LD_PRELOAD="$PRELOAD" CUMEMTRACE_OUTPUT="$WORK/trace.pb" \
   "$WORKLOAD" cuda "${args[@]}" >/dev/null 2>&1 || perf_ok=0
+[[ -s $WORK/trace.pb ]] || { echo "profile.sh: the traced perf run wrote no trace" >&2; exit 1; }
 perf record -q -e cpu-clock -o "$WORK/heaptrack.perf" -- heaptrack -o "$WORK/ht" "$WORKLOAD" malloc "${args[@]}" \
   >/dev/null 2>&1 || perf_ok=0
 perf record -q -e cpu-clock -o "$WORK/inproc.perf" -- env LD_PRELOAD="$HEAPTRACK_PRELOAD" \
