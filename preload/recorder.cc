@@ -93,6 +93,12 @@ uint64_t g_unwind_failures = 0;
 uint64_t g_truncated_stacks = 0;
 uint64_t g_dropped_frames = 0;  // frames left out of the middle of stacks deeper than the depth
 uint64_t g_recorder_ns = 0;
+// Parts of g_recorder_ns, clocked on other events (trailer recorder_*_ns): where the recorder's time goes in a
+// real program, on a machine with no profiler.
+uint64_t g_recorder_python_ns = 0;     // reading the thread's Python frames
+uint64_t g_recorder_unwind_ns = 0;     // the native unwind
+uint64_t g_recorder_lock_wait_ns = 0;  // waiting for g_lock
+uint64_t g_recorder_stack_ns = 0;      // Python frame ids, splicing and interning the stack
 uint64_t g_flushes = 0;
 uint64_t g_python_stacks = 0;
 uint64_t g_python_failures = 0;
@@ -110,12 +116,28 @@ int64_t NowNs() {
 
 // The recorder's own time (trailer recorder_time_ns) is clocked on one event in kTimedOneIn, drawn at random per
 // thread, and scaled up: clock reads were 5.6 % of bench/torch_workload.py's traced time in perf, half of them only
-// to add this up; a random draw keeps any periodic pattern of the program from biasing the sum.
+// to add this up; a random draw keeps any periodic pattern of the program from biasing the sum. Its parts
+// (recorder_*_ns) take five more clock reads: they are clocked on another 1 in kTimedOneIn, so that those reads do
+// not inflate the total. A thread's first kClockedFirst events are all clocked, both ways, at weight 1: they carry
+// the one-time costs (cold caches, the tables' first pages, up to a millisecond), which scaled by 16 would swamp
+// the estimate of a short run.
 constexpr uint64_t kTimedOneIn = 16;
+constexpr uint32_t kClockedFirst = 64;
 
-bool DrawTimed(ThreadState& self) {
+struct Timing {
+  bool total;      // clock the whole event into recorder_time_ns
+  bool parts;      // clock its parts into recorder_*_ns
+  uint64_t weight;  // events each clocked one stands for
+};
+
+Timing DrawTiming(ThreadState& self) {
+  if (self.events_clocked < kClockedFirst) {
+    ++self.events_clocked;
+    return Timing{true, true, 1};
+  }
   self.timing_draw = self.timing_draw * 6364136223846793005ull + 1442695040888963407ull;  // Knuth's MMIX LCG
-  return (self.timing_draw >> 60) == 0;  // the top bits: 1 in 16
+  const uint64_t draw = self.timing_draw >> 60;  // the top bits: 1 in 16 each
+  return Timing{draw == 0, draw == 1, kTimedOneIn};
 }
 
 int32_t Gettid() { return static_cast<int32_t>(syscall(SYS_gettid)); }
@@ -507,6 +529,7 @@ void ResetForForkedChildLocked() {
   pthread_cond_t fresh = PTHREAD_COND_INITIALIZER;
   g_flusher_wake = fresh;
   g_events = g_unwind_failures = g_truncated_stacks = g_dropped_frames = g_recorder_ns = g_flushes = 0;
+  g_recorder_python_ns = g_recorder_unwind_ns = g_recorder_lock_wait_ns = g_recorder_stack_ns = 0;
   g_memory_samples = g_cupti_only_events = 0;
   g_allocator_events = g_allocator_ignored = 0;
   g_notices_written = 0;
@@ -568,6 +591,10 @@ void FinishTrace() {
     t.wrapper_slots_exhausted = g_wrapper_slots_exhausted.load(std::memory_order_relaxed);
     t.end_time_ns = NowNs();
     t.recorder_time_ns = g_recorder_ns;
+    t.recorder_python_ns = g_recorder_python_ns;
+    t.recorder_unwind_ns = g_recorder_unwind_ns;
+    t.recorder_lock_wait_ns = g_recorder_lock_wait_ns;
+    t.recorder_stack_ns = g_recorder_stack_ns;
     t.flushes = g_flushes;
     t.python_stacks = g_python_stacks;
     t.python_failures = g_python_failures;
@@ -738,6 +765,8 @@ void Record(const CallRecord& call) {
   ++self.in_recorder;
   int saved_errno = errno;
   int64_t start_ns = NowNs();
+  const Timing timing = DrawTiming(self);
+  const bool clock_parts = timing.parts;
 
   EventRecord ev{};
   ev.time_ns = start_ns;
@@ -777,7 +806,9 @@ void Record(const CallRecord& call) {
                                     : (is_alloc || call.result != 0 || g_config.free_stacks);
   const int stack_depth = wants_stack ? g_config.stack_depth : 0;
   RawPythonStack python;  // read outside the lock: only this thread's own frames
+  const int64_t python_start_ns = clock_parts ? NowNs() : 0;
   PythonCapture python_capture = stack_depth > 0 ? CapturePythonStack(&python) : PythonCapture::kOff;
+  const int64_t unwind_start_ns = clock_parts ? NowNs() : 0;
   // A thread with Python frames has the user's lines there (never cut): a deep native stack then keeps only its
   // innermost frames, and the outermost ones (the interpreter's main) are not worth a second, full unwind. Every
   // PyTorch allocation made from Python is such a stack (those of the autograd engine's threads are not).
@@ -790,10 +821,12 @@ void Record(const CallRecord& call) {
   int depth = CaptureStack(pcs, torch_from_python ? TorchStackDepth() : stack_depth, &truncated, &dropped_frames,
                            keep_outermost);
   if (torch_from_python) truncated = false;
+  const int64_t unwind_end_ns = clock_parts ? NowNs() : 0;
   char name[16] = "";
   if (self.thread_index == 0 || self.name_changed) prctl(PR_GET_NAME, name);
 
   pthread_mutex_lock(&g_lock);
+  const int64_t locked_ns = clock_parts ? NowNs() : 0;
   if (g_state.load(std::memory_order_acquire) == kRunning) {
     EnsureThreadLocked(self, name);
     if (depth < 0) {
@@ -807,6 +840,7 @@ void Record(const CallRecord& call) {
     int frame_count = ComposeStackLocked(self.thread_index, pcs, depth, python_capture, python, frames,
                                          static_cast<int>(sizeof(frames) / sizeof(frames[0])));
     ev.stack = g_stacks.Intern(frames, frame_count);
+    const int64_t interned_ns = clock_parts ? NowNs() : 0;
     ev.thread = self.thread_index;
     // PyTorch completes most frees inside the same call that requested them: when nothing came between, the
     // request's row becomes one torch.free row (a third fewer rows in a training loop, no sequence number used).
@@ -839,7 +873,13 @@ void Record(const CallRecord& call) {
     if (!merged) g_batch[g_batch_size++] = ev;
     // A failed allocation often comes right before the process dies: get it to the file now.
     if (g_batch_size == kBatchEvents || call.result != 0 || call.api == format::Api::kTorchOom) FlushLocked();
-    if (DrawTimed(self)) g_recorder_ns += kTimedOneIn * static_cast<uint64_t>(NowNs() - start_ns);
+    if (timing.total) g_recorder_ns += timing.weight * static_cast<uint64_t>(NowNs() - start_ns);
+    if (clock_parts) {
+      g_recorder_python_ns += timing.weight * static_cast<uint64_t>(unwind_start_ns - python_start_ns);
+      g_recorder_unwind_ns += timing.weight * static_cast<uint64_t>(unwind_end_ns - unwind_start_ns);
+      g_recorder_lock_wait_ns += timing.weight * static_cast<uint64_t>(locked_ns - unwind_end_ns);
+      g_recorder_stack_ns += timing.weight * static_cast<uint64_t>(interned_ns - locked_ns);
+    }
   } else {
     g_dropped.fetch_add(1, std::memory_order_relaxed);
   }

@@ -45,6 +45,7 @@ struct ThreadState {
   bool label_used;
   uint64_t label_seq;   // for frees: the sequence number taken before the real runtime call
   uint64_t timing_draw;  // this thread's random draws for which events time the recorder (recorder.cc)
+  uint32_t events_clocked;  // of this thread's first events, those clocked before the draws start (recorder.cc)
 };
 ThreadState& Self();
 

@@ -348,6 +348,10 @@ bool WriteTrailer(ByteBuffer* out, const TrailerRecord& t) {
   e.Uint64(tf::kAllocatorEvents, t.allocator_events);
   e.Uint64(tf::kAllocatorIgnored, t.allocator_ignored);
   e.Uint64(tf::kDroppedFrames, t.dropped_frames);
+  e.Uint64(tf::kRecorderPythonNs, t.recorder_python_ns);
+  e.Uint64(tf::kRecorderUnwindNs, t.recorder_unwind_ns);
+  e.Uint64(tf::kRecorderLockWaitNs, t.recorder_lock_wait_ns);
+  e.Uint64(tf::kRecorderStackNs, t.recorder_stack_ns);
   return p.Finish();
 }
 

@@ -52,6 +52,10 @@ struct TrailerRecord {
   uint64_t wrapper_slots_exhausted;
   int64_t end_time_ns;
   uint64_t recorder_time_ns;
+  uint64_t recorder_python_ns;  // parts of recorder_time_ns, estimated the same way
+  uint64_t recorder_unwind_ns;
+  uint64_t recorder_lock_wait_ns;
+  uint64_t recorder_stack_ns;
   uint64_t flushes;
   uint64_t python_stacks;
   uint64_t python_failures;

@@ -79,7 +79,9 @@ inline constexpr uint32_t kEvents = 1, kDroppedEvents = 2, kUnwindFailures = 3, 
                           kBytesWritten = 5, kStackNodes = 6, kWrapperSlotsExhausted = 7, kEndTimeNs = 8,
                           kRecorderTimeNs = 9, kFlushes = 10, kPythonStacks = 11,
                           kPythonFailures = 12, kMemorySamples = 13, kCuptiOnlyEvents = 14,
-                          kAllocatorEvents = 15, kAllocatorIgnored = 16, kDroppedFrames = 17;
+                          kAllocatorEvents = 15, kAllocatorIgnored = 16, kDroppedFrames = 17,
+                          kRecorderPythonNs = 18, kRecorderUnwindNs = 19, kRecorderLockWaitNs = 20,
+                          kRecorderStackNs = 21;
 }
 }  // namespace field
 

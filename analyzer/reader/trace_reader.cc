@@ -89,6 +89,10 @@ TrailerInfo Convert(const pb::Trailer& t) {
   out.allocator_events = t.allocator_events();
   out.allocator_ignored = t.allocator_ignored();
   out.dropped_frames = t.dropped_frames();
+  out.recorder_python_ns = t.recorder_python_ns();
+  out.recorder_unwind_ns = t.recorder_unwind_ns();
+  out.recorder_lock_wait_ns = t.recorder_lock_wait_ns();
+  out.recorder_stack_ns = t.recorder_stack_ns();
   return out;
 }
 

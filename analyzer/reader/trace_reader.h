@@ -151,6 +151,10 @@ struct TrailerInfo {
   uint64_t wrapper_slots_exhausted = 0;
   int64_t end_time_ns = 0;
   uint64_t recorder_time_ns = 0;
+  uint64_t recorder_python_ns = 0;  // parts of recorder_time_ns (trace.proto)
+  uint64_t recorder_unwind_ns = 0;
+  uint64_t recorder_lock_wait_ns = 0;
+  uint64_t recorder_stack_ns = 0;
   uint64_t flushes = 0;
   uint64_t python_stacks = 0;
   uint64_t python_failures = 0;

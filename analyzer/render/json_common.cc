@@ -203,6 +203,10 @@ void WriteHealth(JsonWriter& w, const Overview& o) {
   trailer_field("stack_nodes", t.stack_nodes);
   trailer_field("wrapper_slots_exhausted", t.wrapper_slots_exhausted);
   trailer_field("recorder_time_ns", t.recorder_time_ns);
+  trailer_field("recorder_python_ns", t.recorder_python_ns);
+  trailer_field("recorder_unwind_ns", t.recorder_unwind_ns);
+  trailer_field("recorder_lock_wait_ns", t.recorder_lock_wait_ns);
+  trailer_field("recorder_stack_ns", t.recorder_stack_ns);
   trailer_field("flushes", t.flushes);
   trailer_field("python_stacks", t.python_stacks);
   trailer_field("python_failures", t.python_failures);

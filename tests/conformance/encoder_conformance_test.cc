@@ -441,6 +441,10 @@ TEST_F(EncoderConformance, CuptiRowsAndNewTrailerCounters) {
   t.memory_samples = 13;
   t.cupti_only_events = 14;
   t.dropped_frames = 17;
+  t.recorder_python_ns = 18;
+  t.recorder_unwind_ns = 19;
+  t.recorder_lock_wait_ns = 20;
+  t.recorder_stack_ns = 21;
   ASSERT_TRUE(WriteTrailer(&buffer_, t));
   const auto tr = OnlyPacket().trailer();
   EXPECT_EQ(tr.python_stacks(), 11u);
@@ -448,6 +452,10 @@ TEST_F(EncoderConformance, CuptiRowsAndNewTrailerCounters) {
   EXPECT_EQ(tr.memory_samples(), 13u);
   EXPECT_EQ(tr.cupti_only_events(), 14u);
   EXPECT_EQ(tr.dropped_frames(), 17u);
+  EXPECT_EQ(tr.recorder_python_ns(), 18u);
+  EXPECT_EQ(tr.recorder_unwind_ns(), 19u);
+  EXPECT_EQ(tr.recorder_lock_wait_ns(), 20u);
+  EXPECT_EQ(tr.recorder_stack_ns(), 21u);
 }
 
 TEST_F(EncoderConformance, TorchAllocatorEventsAttachAndCounters) {

@@ -342,6 +342,30 @@ TEST(PythonTorchBlocks, KeepTheirPythonFramesAndTheTorchDepthOfNativeFrames) {
   }
 }
 
+// The trailer's recorder time comes with its parts (each estimated from a random 1 in 16 events, so only their
+// presence is certain): 4000 blocks with Python and native stacks give every stack part a share, and the analyzer's
+// JSON carries them.
+TEST(PythonTorchBlocks, TrailerSaysWhereTheRecordersTimeWent) {
+  RunOptions options;
+  options.program_path = E2E_PYTHON;
+  options.args = {kTorchScript, E2E_FAKE_TORCH_DIR, "4000"};
+  RunResult run = RunProgram(options);
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  CollectedTrace trace = CollectTrace(run.trace_path);
+  ASSERT_TRUE(trace.status.ok()) << trace.status;
+  ASSERT_TRUE(trace.has_trailer);
+  EXPECT_GT(trace.trailer.recorder_time_ns, 0u);
+  EXPECT_GT(trace.trailer.recorder_python_ns, 0u);
+  EXPECT_GT(trace.trailer.recorder_unwind_ns, 0u);
+  EXPECT_GT(trace.trailer.recorder_stack_ns, 0u);
+  const analyzer::test::JsonValue json = AnalyzeJson({"summary", run.trace_path, "--json"});
+  EXPECT_EQ(json["health"]["recorder_python_ns"].uinteger(), trace.trailer.recorder_python_ns);
+  EXPECT_EQ(json["health"]["recorder_unwind_ns"].uinteger(), trace.trailer.recorder_unwind_ns);
+  EXPECT_EQ(json["health"]["recorder_lock_wait_ns"].uinteger(), trace.trailer.recorder_lock_wait_ns);
+  EXPECT_EQ(json["health"]["recorder_stack_ns"].uinteger(), trace.trailer.recorder_stack_ns);
+  RemoveRunDir(run);
+}
+
 TEST(PythonStacksOff, EnvironmentTurnsThemOff) {
   RunOptions options;
   options.program_path = E2E_PYTHON;

@@ -3,7 +3,7 @@ libc10_cuda.so (tests/fakes), with 60 native frames between the call and the cac
 dispatcher puts 30 to 40 there). The block is allocated on the line marked `# LINE:forward`; the test reads the line
 numbers from the markers in this file. Prints "ok" at the end.
 
-Usage: torch_blocks.py FAKE_TORCH_DIR
+Usage: torch_blocks.py FAKE_TORCH_DIR [BLOCKS]   (BLOCKS blocks one after another, default 1)
 """
 import ctypes
 import os
@@ -24,9 +24,10 @@ def forward():
 
 
 def main():
-    block = forward()  # LINE:main
-    assert block
-    free(block, 60)
+    for _ in range(int(sys.argv[2]) if len(sys.argv) > 2 else 1):
+        block = forward()  # LINE:main
+        assert block
+        free(block, 60)
     print("ok")
 
 

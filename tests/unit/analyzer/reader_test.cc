@@ -488,6 +488,11 @@ TEST(ReaderMetadata, EverythingArrivesInFileOrder) {
   EXPECT_EQ(r.symbols[0].offset, 0x34u);
   EXPECT_EQ(r.trailer.events, 1u);
   EXPECT_EQ(r.trailer.end_time_ns, kStartNs + 5'000'000);
+  EXPECT_EQ(r.trailer.recorder_time_ns, 12345u);
+  EXPECT_EQ(r.trailer.recorder_python_ns, 2001u);
+  EXPECT_EQ(r.trailer.recorder_unwind_ns, 2002u);
+  EXPECT_EQ(r.trailer.recorder_lock_wait_ns, 2003u);
+  EXPECT_EQ(r.trailer.recorder_stack_ns, 2004u);
   EXPECT_TRUE(stats.has_trailer);
   EXPECT_FALSE(stats.truncated);
   EXPECT_EQ(stats.packets, 13u);

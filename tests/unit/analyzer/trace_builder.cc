@@ -268,6 +268,10 @@ TraceBuilder& TraceBuilder::Trailer(uint64_t events, int64_t end_time_ns) {
   t->set_stack_nodes(7);
   t->set_end_time_ns(end_time_ns);
   t->set_recorder_time_ns(12345);
+  t->set_recorder_python_ns(2001);
+  t->set_recorder_unwind_ns(2002);
+  t->set_recorder_lock_wait_ns(2003);
+  t->set_recorder_stack_ns(2004);
   t->set_flushes(3);
   return Packet(p);
 }
