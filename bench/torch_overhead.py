@@ -5,8 +5,11 @@ machine (issue 8's benchmark; results go to docs/performance.md).
 Runs tests/gpu/workloads/gpt2_overhead.py (GPT-2 built from a config, AdamW) once per mode below, all processes at
 once, each as a server that runs steps on request; the driver then gives every mode a turn of --steps steps, turn
 after turn in a rotating order, so that the machine's drift (step times on the shared GPU machine varied by 2x
-between one-mode-per-process runs minutes apart) falls on every mode alike. The first turn is a warm-up. Reported:
-the median ms per step over all counted steps, and the ratio to untraced turn by turn (median, min-max).
+between one-mode-per-process runs minutes apart) falls on every mode alike; short turns (a few steps) pair the
+modes closely in time. The first turn is a warm-up. With --cpus every process is pinned to the same CPUs (only one
+runs at a time), so that no mode gains or loses by the cores the scheduler happens to give it. Reported: the median
+ms per step over all counted steps, the ratio to untraced turn by turn (median, min-max), and each traced mode's
+overhead as a fraction of the history's from the turns' paired differences, with a bootstrap interval.
 
   plain      untraced
   history    torch.cuda.memory._record_memory_history(stacks="python")
@@ -17,12 +20,13 @@ the median ms per step over all counted steps, and the ratio to untraced turn by
 in two model configurations: "issue" (6 layers x 512, batch 16 x 256: the step issue 8 names, bound by the GPU, so
 host-side costs mostly hide behind it) and "cpu" (6 layers x 128, batch 2 x 64: the same allocations per step but
 tiny kernels, so the step is bound by the CPU and every host-side microsecond shows). For traced runs it also reads
-the trace's trailer: ns per trace row spent in the preload (recorder_time_ns / events), rows, allocator entries and
-file bytes per allocator entry.
+the trace's trailer: ns per trace row spent in the preload (recorder_time_ns / events) and its parts (reading Python
+frames, unwinding, waiting for the lock, interning the stack), rows, allocator entries and file bytes per allocator
+entry.
 
 Usage (on the GPU machine, from the repository root, the bundle from scripts/gpu-bundle.sh carried):
   python3 bench/torch_overhead.py --build gpu-build --out DIR [--turns 30] [--steps 10] [--configs issue,cpu]
-      [--variants depth16,nopython,nostacks,old] [--old-preload PATH]
+      [--variants depth16,nopython,nostacks,old] [--old-preload PATH] [--cpus 2-5]
 Writes DIR/torch_overhead.json (every mode) and DIR/torch_overhead.md (the tables, with each traced mode's overhead
 as a fraction of the history's and its bootstrap interval over turns).
   python3 bench/torch_overhead.py --table-from DIR/torch_overhead.json   (the tables again, anywhere)
@@ -49,6 +53,16 @@ VARIANTS = {
     "nostacks": {"CUMEMTRACE_STACK_DEPTH": "0"},
     "old": {},  # --old-preload: another build of the preload, default settings
 }
+RECORDER_PARTS = ("python", "unwind", "lock_wait", "stack")  # the trailer's recorder_<part>_ns
+
+
+def cpu_list(text):
+    """'2-5,8' -> {2, 3, 4, 5, 8}"""
+    cpus = set()
+    for item in filter(None, text.split(",")):
+        first, _, last = item.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
 
 
 def start(mode, config, args, work, preload_for):
@@ -68,10 +82,11 @@ def start(mode, config, args, work, preload_for):
     if preload:
         env.update({"LD_PRELOAD": preload, "CUMEMTRACE_OUTPUT": trace})
         env.update(VARIANTS.get(mode, {}))
-    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    pin = (lambda: os.sched_setaffinity(0, args.cpus)) if args.cpus else None
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=pin,
                             stderr=open(os.path.join(folder, "stderr.txt"), "w"), text=True)
     return {"mode": mode, "config": config, "proc": proc, "truth": truth, "trace": trace if preload else None,
-            "times": [], "round_medians": [], "ok": True}
+            "times": [], "round_medians": [], "round_cpu_medians": [], "ok": True}
 
 
 def ask(w, line):
@@ -97,7 +112,8 @@ def finish(w, args):
     except subprocess.TimeoutExpired:
         w["proc"].kill()
     result = {"mode": w["mode"], "config": w["config"], "exit": w["proc"].returncode,
-              "steps": len(w["times"]), "round_medians_ms": w["round_medians"]}
+              "steps": len(w["times"]), "round_medians_ms": w["round_medians"],
+              "round_cpu_medians_ms": w["round_cpu_medians"]}
     if w["times"]:
         result["median_ms"] = statistics.median(w["times"])
     if w["proc"].returncode != 0 or not os.path.exists(w["truth"]):
@@ -113,25 +129,29 @@ def finish(w, args):
         result.update({
             "rows": rows, "allocator_entries": entries,
             "recorder_ns_per_row": (health.get("recorder_time_ns") or 0) / max(rows, 1),
+            "recorder_parts_ns_per_row": {part: (health.get(f"recorder_{part}_ns") or 0) / max(rows, 1)
+                                          for part in RECORDER_PARTS},
             "bytes_per_entry": result["trace_bytes"] / max(entries, 1),
             "bytes_per_row": result["trace_bytes"] / max(rows, 1),
         })
     return result
 
 
-def overhead_ratio_interval(by_mode, mode, resamplings=2000, seed=1):
-    """mode's overhead / the history's from the turn medians (modes paired by turn: one turn ran them back to back),
-    and a 95 % bootstrap interval over turns. Per-turn step times on the GPU machine spread by +-40 % in the
-    CPU-bound model, so a single ratio says little without its interval."""
-    turns = {m: by_mode[m]["round_medians_ms"] for m in ("plain", "history", mode)}
+def overhead_ratio_interval(by_mode, mode, key="round_medians_ms", resamplings=2000, seed=1):
+    """mode's overhead / the history's, from the turns' paired differences: in each turn (the modes back to back) a
+    mode's median step time minus untraced's; the ratio is the median of mode's differences over the median of the
+    history's. With a 95 % bootstrap interval over turns. Per-turn step times on the GPU machine spread by +-40 % in
+    the CPU-bound model (drift that turns share, which the pairing takes out), so a ratio says little without its
+    interval. key: the turns' wall times, or (round_cpu_medians_ms) the CPU time of the process's threads."""
+    turns = {m: by_mode[m].get(key) or [] for m in ("plain", "history", mode)}
     n = min(len(t) for t in turns.values())
     if n < 2:
         return None
+    diff = {m: [turns[m][i] - turns["plain"][i] for i in range(n)] for m in ("history", mode)}
 
     def ratio(idx):
-        med = {m: statistics.median(t[i] for i in idx) for m, t in turns.items()}
-        history = med["history"] - med["plain"]
-        return (med[mode] - med["plain"]) / history if history > 0 else float("nan")
+        history = statistics.median(diff["history"][i] for i in idx)
+        return statistics.median(diff[mode][i] for i in idx) / history if history > 0 else float("nan")
 
     rng = random.Random(seed)
     draws = sorted(ratio([rng.randrange(n) for _ in range(n)]) for _ in range(resamplings))
@@ -170,10 +190,24 @@ def table(results, configs, modes):
             for mode in modes:
                 if mode in ("plain", "history") or mode not in by_mode:
                     continue
-                interval = overhead_ratio_interval(by_mode, mode)
-                if interval is not None:
-                    lines.append(f"- {mode}'s overhead / history's, from the medians of the {interval[3]} turns: "
-                                 f"{interval[0]:.2f}, 95 % bootstrap interval {interval[1]:.2f}-{interval[2]:.2f}")
+                for key, what in (("round_medians_ms", "step time"), ("round_cpu_medians_ms", "CPU time")):
+                    interval = overhead_ratio_interval(by_mode, mode, key)
+                    if interval is not None:
+                        lines.append(f"- {mode}'s overhead / history's in {what}, from the {interval[3]} turns' paired "
+                                     f"differences: {interval[0]:.2f}, 95 % bootstrap interval "
+                                     f"{interval[1]:.2f}-{interval[2]:.2f}")
+        parted = [m for m in modes if "recorder_parts_ns_per_row" in by_mode.get(m, {})]
+        if parted:
+            lines.append("\nWhere the preload's time goes, ns per trace row (trailer; the parts are estimated on other "
+                         "events than the total, and each holds one clock read):\n")
+            lines.append("| mode | all | Python frames | unwinding | lock wait | stack interning | rest |")
+            lines.append("|---|---|---|---|---|---|---|")
+            for mode in parted:
+                r = by_mode[mode]
+                parts = [r["recorder_parts_ns_per_row"][part] for part in RECORDER_PARTS]
+                cells = " | ".join(f"{v:.0f}" for v in parts)
+                lines.append(f"| {mode} | {r['recorder_ns_per_row']:.0f} | {cells} | "
+                             f"{r['recorder_ns_per_row'] - sum(parts):.0f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -187,6 +221,7 @@ def main():
     p.add_argument("--variants", default="")
     p.add_argument("--old-preload", default="")
     p.add_argument("--timeout", type=int, default=300)
+    p.add_argument("--cpus", type=cpu_list, default=set(), help="pin every mode's process to these CPUs, e.g. 2-5")
     p.add_argument("--table-from", default="", help="only print the tables of an earlier run's torch_overhead.json")
     args = p.parse_args()
     if args.table_from:
@@ -220,9 +255,10 @@ def main():
                 w = workers[(k + turn) % len(workers)]
                 reply = ask(w, f"run {args.steps}")
                 if reply and turn > 0:
-                    times = json.loads(reply)["times_ms"]
-                    w["times"].extend(times)
-                    w["round_medians"].append(statistics.median(times))
+                    reply = json.loads(reply)
+                    w["times"].extend(reply["times_ms"])
+                    w["round_medians"].append(statistics.median(reply["times_ms"]))
+                    w["round_cpu_medians"].append(statistics.median(reply["cpu_ms"]))
         for w in workers:
             r = finish(w, args)
             results.append(r)

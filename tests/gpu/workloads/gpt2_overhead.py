@@ -10,7 +10,8 @@ PyTorch's history held and the size of its pickled snapshot.
 Usage: gpt2_overhead.py TRUTH_JSON [--history] [--steps N] [--layers L --embd E --batch B --seq S] [--serve]
 With --serve the timed steps are run on request, so that a driver can interleave several processes (one per mode)
 finely over the same minutes: after the warm-up it prints "ready", then for each line "run N" on stdin runs N steps
-and prints {"times_ms": [...]}; at "end" it writes the truth JSON (median over every step it ran) and exits.
+and prints {"times_ms": [...], "cpu_ms": [...]} (each step's wall time, and the CPU time of all the process's threads
+in it); at "end" it writes the truth JSON (median over every step it ran) and exits.
 (bench/torch_overhead.py also runs it with a small embedding and batch, where the step is bound by the CPU and every
 microsecond spent per allocation shows in the step time.)
 """
@@ -50,14 +51,15 @@ def main():
         step()
     torch.cuda.synchronize()
     allocs_before = torch.cuda.memory_stats(device)["allocation.all.allocated"]
-    times = []
+    times, cpu_times = [], []
 
     def timed(n):
         for _ in range(n):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             step()
             torch.cuda.synchronize()
             times.append((time.perf_counter() - t0) * 1e3)
+            cpu_times.append((time.process_time() - c0) * 1e3)
         return times[-n:]
 
     if "--serve" in sys.argv:
@@ -65,7 +67,8 @@ def main():
         for line in sys.stdin:
             words = line.split()
             if words[:1] == ["run"]:
-                print(json.dumps({"times_ms": timed(int(words[1]))}), flush=True)
+                n = int(words[1])
+                print(json.dumps({"times_ms": timed(n), "cpu_ms": cpu_times[-n:]}), flush=True)
             elif words[:1] == ["end"]:
                 break
         steps = len(times)
