@@ -26,7 +26,7 @@ entry.
 
 Usage (on the GPU machine, from the repository root, the bundle from scripts/gpu-bundle.sh carried):
   python3 bench/torch_overhead.py --build gpu-build --out DIR [--turns 30] [--steps 10] [--configs issue,cpu]
-      [--variants depth16,nopython,nostacks,old] [--old-preload PATH] [--cpus 2-5]
+      [--variants depth16,nopython,nostacks,old] [--old-preload PATH] [--replicas 4] [--cpus 2-5]
 Writes DIR/torch_overhead.json (every mode) and DIR/torch_overhead.md (the tables, with each traced mode's overhead
 as a fraction of the history's and its bootstrap interval over turns).
   python3 bench/torch_overhead.py --table-from DIR/torch_overhead.json   (the tables again, anywhere)
@@ -65,9 +65,9 @@ def cpu_list(text):
     return cpus
 
 
-def start(mode, config, args, work, preload_for):
-    """Starts the workload of one mode as a server (it warms up, then runs steps on request)."""
-    folder = os.path.join(work, f"{config}-{mode}")
+def start(mode, replica, config, args, work, preload_for):
+    """Starts one process of a mode as a server (it warms up, then runs steps on request)."""
+    folder = os.path.join(work, f"{config}-{mode}-{replica}")
     os.makedirs(folder, exist_ok=True)
     truth = os.path.join(folder, "truth.json")
     trace = os.path.join(folder, "trace.pb")
@@ -85,7 +85,7 @@ def start(mode, config, args, work, preload_for):
     pin = (lambda: os.sched_setaffinity(0, args.cpus)) if args.cpus else None
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=pin,
                             stderr=open(os.path.join(folder, "stderr.txt"), "w"), text=True)
-    return {"mode": mode, "config": config, "proc": proc, "truth": truth, "trace": trace if preload else None,
+    return {"mode": mode, "replica": replica, "config": config, "proc": proc, "truth": truth, "trace": trace if preload else None,
             "times": [], "round_medians": [], "round_cpu_medians": [], "ok": True}
 
 
@@ -111,11 +111,12 @@ def finish(w, args):
         w["proc"].wait(timeout=args.timeout)
     except subprocess.TimeoutExpired:
         w["proc"].kill()
-    result = {"mode": w["mode"], "config": w["config"], "exit": w["proc"].returncode,
+    result = {"mode": w["mode"], "replica": w["replica"], "config": w["config"], "exit": w["proc"].returncode,
               "steps": len(w["times"]), "round_medians_ms": w["round_medians"],
               "round_cpu_medians_ms": w["round_cpu_medians"]}
     if w["times"]:
         result["median_ms"] = statistics.median(w["times"])
+        result["times_ms"] = w["times"]
     if w["proc"].returncode != 0 or not os.path.exists(w["truth"]):
         return result
     with open(w["truth"]) as f:
@@ -137,41 +138,83 @@ def finish(w, args):
     return result
 
 
+def merge_replicas(results, config):
+    """The processes of each mode of `config` (its --replicas) as one: every step, the turns (each the mean of the
+    processes' turn medians, so turn t still pairs the modes), the processes' own turn lists for the bootstrap, the
+    processes' medians, and the trace figures averaged over the traced processes."""
+    by_mode = {}
+    for r in results:
+        if r["config"] != config or r.get("exit") != 0 or "median_ms" not in r:
+            continue
+        by_mode.setdefault(r["mode"], []).append(r)
+    merged = {}
+    for mode, runs in by_mode.items():
+        times = [t for r in runs for t in r.get("times_ms", [])]
+        m = {"mode": mode, "replicas": len(runs), "steps": sum(r["steps"] for r in runs),
+             "median_ms": statistics.median(times) if times else statistics.median(r["median_ms"] for r in runs),
+             "replica_medians_ms": [r["median_ms"] for r in runs], "replica_turns": {}}
+        for key in ("round_medians_ms", "round_cpu_medians_ms"):
+            lists = [r.get(key) or [] for r in runs]
+            n = min(len(x) for x in lists)
+            m["replica_turns"][key] = [x[:n] for x in lists]
+            m[key] = [statistics.fmean(x[i] for x in lists) for i in range(n)]
+        traced = [r for r in runs if "recorder_ns_per_row" in r]
+        if traced:
+            for key in ("recorder_ns_per_row", "bytes_per_entry", "bytes_per_row"):
+                m[key] = statistics.fmean(r[key] for r in traced)
+            if all("recorder_parts_ns_per_row" in r for r in traced):
+                m["recorder_parts_ns_per_row"] = {
+                    part: statistics.fmean(r["recorder_parts_ns_per_row"][part] for r in traced)
+                    for part in RECORDER_PARTS}
+        merged[mode] = m
+    return merged
+
+
 def overhead_ratio_interval(by_mode, mode, key="round_medians_ms", resamplings=2000, seed=1):
     """mode's overhead / the history's, from the turns' paired differences: in each turn (the modes back to back) a
-    mode's median step time minus untraced's; the ratio is the median of mode's differences over the median of the
-    history's. With a 95 % bootstrap interval over turns. Per-turn step times on the GPU machine spread by +-40 % in
-    the CPU-bound model (drift that turns share, which the pairing takes out), so a ratio says little without its
-    interval. key: the turns' wall times, or (round_cpu_medians_ms) the CPU time of the process's threads."""
-    turns = {m: by_mode[m].get(key) or [] for m in ("plain", "history", mode)}
-    n = min(len(t) for t in turns.values())
+    mode's step time (its processes' mean of their turn medians) minus untraced's; the ratio is the median of mode's
+    differences over the median of the history's. With a 95 % bootstrap interval that resamples the turns and, per
+    mode, its processes: identical untraced processes on the GPU machine differed by 3 to 6 % for a minute at a
+    time (docs/performance.md, run 11), a bias no number of turns of one process averages out. key: the turns'
+    wall times, or (round_cpu_medians_ms) the CPU time of the process's threads."""
+    reps = {m: by_mode[m]["replica_turns"][key] for m in ("plain", "history", mode)}
+    n = min(len(x) for runs in reps.values() for x in runs)
     if n < 2:
         return None
-    diff = {m: [turns[m][i] - turns["plain"][i] for i in range(n)] for m in ("history", mode)}
 
-    def ratio(idx):
-        history = statistics.median(diff["history"][i] for i in idx)
-        return statistics.median(diff[mode][i] for i in idx) / history if history > 0 else float("nan")
+    def ratio(turns, picks):
+        def turn_value(m, t):
+            return statistics.fmean(reps[m][r][t] for r in picks[m])
+        d = {m: [turn_value(m, t) - turn_value("plain", t) for t in turns] for m in ("history", mode)}
+        history = statistics.median(d["history"])
+        return statistics.median(d[mode]) / history if history > 0 else float("nan")
 
+    everything = {m: range(len(runs)) for m, runs in reps.items()}
     rng = random.Random(seed)
-    draws = sorted(ratio([rng.randrange(n) for _ in range(n)]) for _ in range(resamplings))
-    draws = [d for d in draws if d == d]  # a resampling where the history cost nothing has no ratio
+    draws = []
+    for _ in range(resamplings):
+        turns = [rng.randrange(n) for _ in range(n)]
+        picks = {m: [rng.randrange(len(runs)) for _ in runs] for m, runs in reps.items()}
+        draws.append(ratio(turns, picks))
+    draws = sorted(d for d in draws if d == d)  # a resampling where the history cost nothing has no ratio
     if not draws:
         return None
-    return ratio(range(n)), draws[int(0.025 * len(draws))], draws[int(0.975 * len(draws)) - 1], n
+    return (ratio(range(n), everything), draws[int(0.025 * len(draws))], draws[int(0.975 * len(draws)) - 1], n,
+            min(len(runs) for runs in reps.values()))
 
 
 def table(results, configs, modes):
     lines = []
     for config in configs:
-        by_mode = {r["mode"]: r for r in results if r["config"] == config and r.get("exit") == 0 and "median_ms" in r}
+        by_mode = merge_replicas(results, config)
         if "plain" not in by_mode:
             continue
         plain = by_mode["plain"]
         lines.append(f"\n### {config}: {' '.join(CONFIGS[config])}\n")
-        lines.append("| mode | ms per step (median of all steps) | steps | vs untraced | per-turn ratio to untraced "
-                     "(median, min-max) | preload ns per row | B per allocator entry | B per row |")
-        lines.append("|---|---|---|---|---|---|---|---|")
+        lines.append("| mode | ms per step (median of all steps) | steps | processes: their medians | vs untraced | "
+                     "per-turn ratio to untraced (median, min-max) | preload ns per row | B per allocator entry | "
+                     "B per row |")
+        lines.append("|---|---|---|---|---|---|---|---|---|")
         overhead = {}
         for mode in modes:
             r = by_mode.get(mode)
@@ -182,8 +225,9 @@ def table(results, configs, modes):
             spread = (f"{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})" if ratios else "")
             extra = (f"{r['recorder_ns_per_row']:.0f} | {r['bytes_per_entry']:.2f} | {r['bytes_per_row']:.2f}"
                      if "recorder_ns_per_row" in r else " | | ")
-            lines.append(f"| {mode} | {r['median_ms']:.2f} | {r['steps']} | {100 * overhead[mode]:+.1f} % | "
-                         f"{spread} | {extra} |")
+            processes = f"{r['replicas']}: " + ", ".join(f"{x:.2f}" for x in r["replica_medians_ms"])
+            lines.append(f"| {mode} | {r['median_ms']:.2f} | {r['steps']} | {processes} | "
+                         f"{100 * overhead[mode]:+.1f} % | {spread} | {extra} |")
         if "history" in overhead and "cumem" in overhead and overhead["history"] > 0:
             lines.append(f"\ncumemtrace's overhead / history's (medians of all steps): "
                          f"{overhead['cumem'] / overhead['history']:.2f}\n")
@@ -195,7 +239,8 @@ def table(results, configs, modes):
                     if interval is not None:
                         lines.append(f"- {mode}'s overhead / history's in {what}, from the {interval[3]} turns' paired "
                                      f"differences: {interval[0]:.2f}, 95 % bootstrap interval "
-                                     f"{interval[1]:.2f}-{interval[2]:.2f}")
+                                     f"{interval[1]:.2f}-{interval[2]:.2f} (turns and, per mode, its "
+                                     f"{interval[4]} processes resampled)")
         parted = [m for m in modes if "recorder_parts_ns_per_row" in by_mode.get(m, {})]
         if parted:
             lines.append("\nWhere the preload's time goes, ns per trace row (trailer; the parts are estimated on other "
@@ -221,6 +266,7 @@ def main():
     p.add_argument("--variants", default="")
     p.add_argument("--old-preload", default="")
     p.add_argument("--timeout", type=int, default=300)
+    p.add_argument("--replicas", type=int, default=1, help="processes per mode (their differences are noise too)")
     p.add_argument("--cpus", type=cpu_list, default=set(), help="pin every mode's process to these CPUs, e.g. 2-5")
     p.add_argument("--table-from", default="", help="only print the tables of an earlier run's torch_overhead.json")
     args = p.parse_args()
@@ -245,12 +291,13 @@ def main():
     work = os.path.join(args.out, "work")
     results = []
     for config in configs:
-        workers = [start(mode, config, args, work, preload_for) for mode in modes]
+        workers = [start(mode, replica, config, args, work, preload_for)
+                   for replica in range(args.replicas) for mode in modes]
         for w in workers:
             if w["proc"].stdout.readline().strip() != "ready":
                 w["ok"] = False
         for turn in range(args.turns):
-            # Every mode once per turn, in an order that rotates: drift on the machine falls on all of them alike.
+            # Every process once per turn, in an order that rotates: drift on the machine falls on all alike.
             for k in range(len(workers)):
                 w = workers[(k + turn) % len(workers)]
                 reply = ask(w, f"run {args.steps}")
@@ -262,7 +309,9 @@ def main():
         for w in workers:
             r = finish(w, args)
             results.append(r)
-            print(json.dumps({k: v for k, v in r.items() if k not in ("round_medians_ms", "workload")}), flush=True)
+            print(json.dumps({k: v for k, v in r.items()
+                              if k not in ("round_medians_ms", "round_cpu_medians_ms", "times_ms", "workload")}),
+                  flush=True)
     with open(os.path.join(args.out, "torch_overhead.json"), "w") as f:
         json.dump(results, f, indent=1)
     md = table(results, configs, modes)
