@@ -3,9 +3,13 @@ through the caching allocator and frees it, from Python through ctypes (the GIL 
 PyTorch), at a chosen Python call depth and with a chosen number of native frames between the binding and the
 allocator (PyTorch's dispatcher puts 30 to 40 there). Under cumemtrace every block gives a torch.alloc row (with its
 native and Python stack) and a torch.free row, as PyTorch's tracker entries do. Timed by the workload itself after a
-warm-up; prints one JSON line: {"pairs": N, "python_depth": D, "native_depth": F, "ns_per_pair": X}.
+warm-up; prints one JSON line: {"pairs": N, "python_depth": D, "native_depth": F, "evict_kb": K, "ns_per_pair": X}.
 
-Usage: python3 torch_workload.py PAIRS PYTHON_DEPTH NATIVE_DEPTH [WARMUP_PAIRS]
+EVICT_KB > 0 writes that many KiB of memory between pairs, as PyTorch's own work between two allocations does: the
+preload's tables then meet the cold caches they meet on the GPU machine (its unwinding cost ~40 ns per frame there,
+~10 here without eviction; docs/performance.md, run 11). ns_per_pair then includes the writing.
+
+Usage: python3 torch_workload.py PAIRS PYTHON_DEPTH NATIVE_DEPTH [WARMUP_PAIRS] [EVICT_KB]
 Needs the fake libcuda.so.1 and the fake torch/libc10_cuda.so on the library path (bench/torch_instructions.sh
 sets it up and counts the preload's instructions per pair).
 """
@@ -28,6 +32,8 @@ def churn(pairs, frames):
     for i in range(pairs):
         p = malloc(4096 + (i & 7) * 512, 0, frames)
         free(p, frames)
+        if EVICT:
+            ctypes.memset(EVICT, i & 255, len(EVICT))
 
 
 def nest(depth, pairs, frames):
@@ -37,6 +43,10 @@ def nest(depth, pairs, frames):
         nest(depth - 1, pairs, frames)
 
 
+EVICT_KB = int(sys.argv[5]) if len(sys.argv) > 5 else 0
+EVICT = ctypes.create_string_buffer(EVICT_KB << 10) if EVICT_KB > 0 else None
+
+
 def main():
     pairs, depth, frames = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     warmup = int(sys.argv[4]) if len(sys.argv) > 4 else pairs // 10
@@ -44,7 +54,7 @@ def main():
     start = time.perf_counter_ns()
     nest(depth, pairs, frames)
     elapsed = time.perf_counter_ns() - start
-    print(json.dumps({"pairs": pairs, "python_depth": depth, "native_depth": frames,
+    print(json.dumps({"pairs": pairs, "python_depth": depth, "native_depth": frames, "evict_kb": EVICT_KB,
                       "ns_per_pair": elapsed / pairs}))
 
 
