@@ -342,9 +342,9 @@ TEST(PythonTorchBlocks, KeepTheirPythonFramesAndTheTorchDepthOfNativeFrames) {
   }
 }
 
-// The trailer's recorder time comes with its parts (each estimated from a random 1 in 16 events, so only their
-// presence is certain): 4000 blocks with Python and native stacks give every stack part a share, and the analyzer's
-// JSON carries them.
+// The trailer's recorder time comes with its parts (estimated: a thread's first 64 events are clocked one by one,
+// then a random 1 in 64, so only their presence is certain): 4000 blocks with Python and native stacks give every
+// stack part a share, and the analyzer's JSON carries them.
 TEST(PythonTorchBlocks, TrailerSaysWhereTheRecordersTimeWent) {
   RunOptions options;
   options.program_path = E2E_PYTHON;
