@@ -26,9 +26,11 @@ class MappedArray {
     return true;
   }
 
-  // Makes the array `n` elements long, new elements zeroed.
+  // Makes the array `n` elements long, new elements zeroed. Grows the mapping at least twofold, as Push does: an
+  // array resized a little at a time (the stack cache's copies, the string table's characters) would otherwise
+  // take an mremap every page.
   bool Resize(size_t n) {
-    if (n > capacity_ && !Reserve(n)) return false;
+    if (n > capacity_ && !Reserve(n > 2 * capacity_ ? n : 2 * capacity_)) return false;
     if (n > size_) memset(static_cast<void*>(data_ + size_), 0, (n - size_) * sizeof(T));
     size_ = n;
     return true;

@@ -118,8 +118,8 @@ int64_t NowNs() {
 // thread, and scaled up: clock reads were 5.6 % of bench/torch_workload.py's traced time in perf, half of them only
 // to add this up; a random draw keeps any periodic pattern of the program from biasing the sum. Its parts
 // (recorder_*_ns) take five more clock reads (32-36 ns each on the H100 machine, bench/clock_cost.c): they are
-// clocked on another 1 in kPartsOneIn, so that those reads do not inflate the total and add ~3 ns per event (at 1
-// in 16 it was ~10 ns, for a breakdown that needs far fewer samples). A thread's first
+// clocked on another 1 in kPartsOneIn, so that those reads do not inflate the total; they add 5 x 34 / 64 ~ 3 ns
+// per event (at 1 in 16, ~10 ns, for a breakdown that needs far fewer samples). A thread's first
 // kClockedFirst events are all clocked, both ways, at weight 1: they carry the one-time costs (cold caches, the
 // tables' first pages, up to a millisecond), which scaled by 16 would swamp the estimate of a short run.
 constexpr uint64_t kTimedOneIn = 16;
