@@ -45,6 +45,7 @@ struct RuleEntry {
 std::atomic<RuleEntry*> g_rules{nullptr};
 pthread_mutex_t g_fill_lock = PTHREAD_MUTEX_INITIALIZER;  // writers of g_rules; only ever tried
 unsigned long long g_module_unloads = 0;                   // dl_iterate_phdr's dlpi_subs at the last fill
+std::atomic<uint64_t> g_rules_generation{0};  // bumped when the rules are forgotten: older walk memos are void
 
 size_t Home(uintptr_t pc) { return static_cast<size_t>((pc * 0x9e3779b97f4a7c15ull) >> 50) & (kRuleSlots - 1); }
 
@@ -137,6 +138,7 @@ bool Fill(uintptr_t pc, uint64_t* rule) {
       // this sees empty or re-checked entries).
       for (size_t i = 0; i < kRuleSlots; ++i) rules[i].pc.store(0, std::memory_order_relaxed);
       g_module_unloads = search.unloads;
+      g_rules_generation.fetch_add(1, std::memory_order_release);
     }
     FrameRule found = search.found ? FindFrameRule(search.module, pc - 1) : FrameRule{};
     if (found.kind == FrameRule::kStep && found.rbp_saved &&
@@ -168,9 +170,61 @@ uintptr_t StackHigh() {
   return high;
 }
 
+// A thread's previous walk, frame by frame: the registers each frame was stepped from, whether its rule read RBP,
+// and where stepping it read the caller's RBP. Consecutive allocations of a thread share their outer frames (the
+// training loop, the model, the autograd engine's loop). A frame whose RSP and pc equal a remembered frame's is
+// unwound from there by re-reading the stack words that the remembered walk read: if every one still holds what it
+// held, the rest of the walk is what it was, since each step is a function of the frame's pc (its rule), its RSP,
+// its RBP and those words. RBP must be equal too unless no rule reads it before a frame restores it from the stack:
+// optimized code keeps any value in RBP, so requiring it always would miss most matches. A reused walk costs no rule
+// lookups, only loads from the stack, which the program has just touched.
+constexpr int kMemoFrames = 96;
+struct WalkMemo {
+  uint64_t generation;  // of g_rules_generation when walked
+  int count;            // frames remembered, at most kMemoFrames
+  bool complete;        // the walk ended at the outermost frame (not at its max or a zero return address)
+  uintptr_t pc[kMemoFrames];
+  uintptr_t rsp[kMemoFrames];
+  uintptr_t rbp[kMemoFrames];
+  uintptr_t rbp_at[kMemoFrames];  // where stepping frame i read the caller's RBP; 0 when it kept RBP
+  bool cfa_from_rbp[kMemoFrames];  // frame i's rule computes the CFA from RBP
+};
+// Two per thread: the previous walk, read while the current one is written.
+__thread WalkMemo t_memos[2] __attribute__((tls_model("initial-exec")));
+__thread int t_memo_previous __attribute__((tls_model("initial-exec")));
+
+// Whether the walk from memo frame `from` on is still what it was for a frame with that frame's RSP and pc, and
+// RBP equal to the remembered one or not (`same_rbp`): the stack words it read hold what they held, and, with a
+// different RBP, no rule reads RBP before a frame restores it. Every address lies in a frame at or above the
+// current one (memo.rsp[from] is the current frame's RSP) and below high.
+bool StillHolds(const WalkMemo& memo, int from, bool same_rbp, uintptr_t high) {
+  bool rbp_matters = !same_rbp;
+  for (int i = from; i + 1 < memo.count; ++i) {
+    if (rbp_matters && memo.cfa_from_rbp[i]) return false;
+    if (*reinterpret_cast<const uintptr_t*>(memo.rsp[i + 1] - 8) != memo.pc[i + 1]) return false;
+    const uintptr_t at = memo.rbp_at[i];
+    if (at != 0) {
+      if (at < memo.rsp[from] || at + 8 > high) return false;
+      if (*reinterpret_cast<const uintptr_t*>(at) != memo.rbp[i + 1]) return false;
+      rbp_matters = false;  // restored from the stack: the same from here on
+    }
+  }
+  return true;
+}
+
+// Remembers frame `i` of the walk in progress (stepped from rsp and rbp; its step has not read RBP yet).
+inline void Remember(WalkMemo& memo, int i, uintptr_t pc, uintptr_t rsp, uintptr_t rbp) {
+  if (i >= kMemoFrames) return;
+  memo.pc[i] = pc;
+  memo.rsp[i] = rsp;
+  memo.rbp[i] = rbp;
+  memo.rbp_at[i] = 0;
+  memo.cfa_from_rbp[i] = false;
+}
+
 }  // namespace
 
-__attribute__((noinline)) int FastBacktrace(void** out, int max) {
+__attribute__((noinline)) int FastBacktrace(void** out, int max, int* frames_reused) {
   if (max <= 0) return 0;
   const RuleEntry* rules = g_rules.load(std::memory_order_acquire);
   // This function's frame: [frame] = the caller's RBP, [frame + 8] = the return address, frame + 16 = the
@@ -181,17 +235,64 @@ __attribute__((noinline)) int FastBacktrace(void** out, int max) {
   uintptr_t pc = *reinterpret_cast<const uintptr_t*>(frame + 8);
   uintptr_t rbp = *reinterpret_cast<const uintptr_t*>(frame);
   uintptr_t rsp = frame + 16;
+
+  const uint64_t generation = g_rules_generation.load(std::memory_order_acquire);
+  const WalkMemo& previous = t_memos[t_memo_previous];
+  WalkMemo& memo = t_memos[t_memo_previous ^ 1];
+  memo.generation = generation;
+  memo.complete = false;
+  // The previous walk's frames are compared in order of their RSP with this walk's, which rises too. One match
+  // is tried per walk: a frame whose outer stack words changed will not be followed by one whose words did not.
+  int from = previous.generation == generation ? 0 : previous.count;
+  bool tried = false;
+  int reused = 0;
+
   int count = 0;
-  out[count++] = reinterpret_cast<void*>(pc);
+  out[count] = reinterpret_cast<void*>(pc);
+  Remember(memo, count++, pc, rsp, rbp);
   while (count < max) {
+    // Frame count - 1 = (pc, rsp, rbp) is recorded; step it.
+    if (!tried) {
+      while (from < previous.count && previous.rsp[from] < rsp) ++from;
+      if (from < previous.count && previous.rsp[from] == rsp && previous.pc[from] == pc) {
+        tried = true;
+        if (StillHolds(previous, from, previous.rbp[from] == rbp, high)) {
+          int i = from + 1;
+          for (; i < previous.count && count < max; ++i, ++count) {
+            // Frame count - 1 is the previous walk's frame i - 1, stepped as it was; RBP is this walk's own until
+            // a frame restores it from the stack (StillHolds checked that nothing read it before).
+            if (count - 1 < kMemoFrames) {
+              memo.rbp_at[count - 1] = previous.rbp_at[i - 1];
+              memo.cfa_from_rbp[count - 1] = previous.cfa_from_rbp[i - 1];
+            }
+            if (previous.rbp_at[i - 1] != 0) rbp = previous.rbp[i];
+            pc = previous.pc[i];
+            rsp = previous.rsp[i];
+            out[count] = reinterpret_cast<void*>(pc);
+            Remember(memo, count, pc, rsp, rbp);
+          }
+          reused = i - from - 1;
+          if (count == max) break;
+          if (previous.complete) {
+            memo.complete = true;
+            break;
+          }
+          // The previous walk stopped short of this one's max: go on from its last frame, (pc, rsp, rbp) now.
+        }
+      }
+    }
     uint64_t word = 0;
     if (rules == nullptr || !LookUp(rules, pc, &word)) {
       if (!Fill(pc, &word)) return -1;
       rules = g_rules.load(std::memory_order_acquire);
     }
     const FrameRule rule = Unpack(word);
-    if (rule.kind == FrameRule::kOutermost) break;
+    if (rule.kind == FrameRule::kOutermost) {
+      memo.complete = true;
+      break;
+    }
     if (rule.kind != FrameRule::kStep) return -1;
+    if (count - 1 < kMemoFrames) memo.cfa_from_rbp[count - 1] = rule.cfa_from_rbp;
     const uintptr_t cfa = (rule.cfa_from_rbp ? rbp : rsp) + static_cast<intptr_t>(rule.cfa_offset);
     // The caller's frame lies above this one, inside the thread's stack.
     if (cfa <= rsp || cfa > high) return -1;
@@ -200,12 +301,18 @@ __attribute__((noinline)) int FastBacktrace(void** out, int max) {
       const uintptr_t at = cfa + static_cast<intptr_t>(rule.rbp_offset);
       if (at < rsp || at + 8 > high) return -1;
       rbp = *reinterpret_cast<const uintptr_t*>(at);
+      if (count - 1 < kMemoFrames) memo.rbp_at[count - 1] = at;
     }
     rsp = cfa;
     if (next_pc < 0x4000) break;  // where libunwind stops too: a zeroed return address ends some stacks
     pc = next_pc;
-    out[count++] = reinterpret_cast<void*>(pc);
+    out[count] = reinterpret_cast<void*>(pc);
+    Remember(memo, count++, pc, rsp, rbp);
   }
+  memo.count = count < kMemoFrames ? count : kMemoFrames;
+  if (count > kMemoFrames) memo.complete = false;  // not all of it remembered
+  t_memo_previous ^= 1;
+  if (frames_reused != nullptr) *frames_reused = reused;
   return count;
 }
 

@@ -19,7 +19,8 @@ namespace cumemtrace::preload {
 // address into the function that called FastBacktrace, as unw_backtrace's buffer[0] is. Returns the count, or -1
 // when a frame needs libunwind (no unwind table, an unsupported rule, a stack outside the thread's bounds, the
 // rule table busy).
-int FastBacktrace(void** out, int max);
+// `frames_reused`: where given, how many of the frames came from the thread's previous walk (fast_unwind.cc).
+int FastBacktrace(void** out, int max, int* frames_reused = nullptr);
 
 }  // namespace cumemtrace::preload
 

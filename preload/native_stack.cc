@@ -34,9 +34,11 @@ bool g_check_walkers = false;
 std::atomic<uint64_t> g_walks{0};
 std::atomic<uint64_t> g_walks_by_libunwind{0};  // the own walker declined them
 std::atomic<uint64_t> g_walks_differing{0};
+std::atomic<uint64_t> g_frames_walked{0};  // by the own walker
+std::atomic<uint64_t> g_frames_reused{0};  // of those, taken from the thread's previous walk
 
 // libunwind's walk of the same stack, for the check.
-__attribute__((noinline)) void CheckWalk(void* const* raw, int n, int want) {
+__attribute__((noinline)) void CheckWalk(void* const* raw, int n, int want, int reused) {
   void* other[1024];
   const int m = unw_backtrace(other, want < 1024 ? want : 1024);
   g_walks.fetch_add(1, std::memory_order_relaxed);
@@ -44,6 +46,8 @@ __attribute__((noinline)) void CheckWalk(void* const* raw, int n, int want) {
     g_walks_by_libunwind.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  g_frames_walked.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+  g_frames_reused.fetch_add(static_cast<uint64_t>(reused), std::memory_order_relaxed);
   // raw[0] is the return address into the caller of Backtrace, other[0] the one into this function and other[1]
   // the one into that caller (another call site): raw[i] is other[i + 1] from i = 1 on. A walk that stopped at
   // `want` frames is compared as far as both reach.
@@ -54,8 +58,13 @@ __attribute__((noinline)) void CheckWalk(void* const* raw, int n, int want) {
 
 // The caller's return addresses (the caller's own first): the preload's walker, libunwind where it cannot.
 inline __attribute__((always_inline)) int Backtrace(void** raw, int want) {
+  if (__builtin_expect(g_check_walkers, 0)) {
+    int reused = 0;
+    const int n = FastBacktrace(raw, want, &reused);
+    CheckWalk(raw, n, want, reused);
+    return n >= 0 ? n : unw_backtrace(raw, want);
+  }
   const int n = FastBacktrace(raw, want);
-  if (__builtin_expect(g_check_walkers, 0)) CheckWalk(raw, n, want);
   return n >= 0 ? n : unw_backtrace(raw, want);
 }
 
@@ -69,9 +78,12 @@ void InitNativeStacks(bool check_walkers) {
 
 void ReportWalkerCheck() {
   if (!g_check_walkers) return;
-  Warn("unwind check: %llu stacks, %llu walked by libunwind, %llu differ from libunwind's walk",
+  Warn("unwind check: %llu stacks, %llu walked by libunwind, %llu differ from libunwind's walk; %llu of %llu "
+       "frames taken from the thread's previous walk",
        static_cast<unsigned long long>(g_walks.load()), static_cast<unsigned long long>(g_walks_by_libunwind.load()),
-       static_cast<unsigned long long>(g_walks_differing.load()));
+       static_cast<unsigned long long>(g_walks_differing.load()),
+       static_cast<unsigned long long>(g_frames_reused.load()),
+       static_cast<unsigned long long>(g_frames_walked.load()));
 }
 
 int OutermostFramesKept(int max_depth) { return max_depth < 4 ? 0 : max_depth / 4; }

@@ -1,7 +1,9 @@
 // The preload's stack walker against libunwind's unw_backtrace, the walker it replaces on the hot path: the same
 // return addresses, frame for frame, on stacks of this test's own functions, of libc (qsort) and of libstdc++
 // (std::sort), deep and shallow, with frames that use a frame pointer (alloca) and frames that do not, on the main
-// thread and on another one. Where the walker declines a stack (a signal handler's frame), libunwind must walk it.
+// thread and on another one; walks that take their outer frames from the thread's previous walk (the same path
+// again, a deeper or shallower one, a different caller at the same stack depth, a longer walk after a shorter one).
+// Where the walker declines a stack (a signal handler's frame), libunwind must walk it.
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 #include <pthread.h>
@@ -22,6 +24,7 @@ struct Walks {
   int fast_count = 0;
   std::vector<void*> libunwind;
   int libunwind_count = 0;
+  int reused = 0;  // frames the walker took from the thread's previous walk
 };
 
 // Both walks from one frame; entry 0 of each is its own call site here, so comparisons start at entry 1.
@@ -29,7 +32,7 @@ __attribute__((noinline)) Walks WalkBoth(int max) {
   Walks w;
   w.fast.resize(static_cast<size_t>(max));
   w.libunwind.resize(static_cast<size_t>(max));
-  w.fast_count = FastBacktrace(w.fast.data(), max);
+  w.fast_count = FastBacktrace(w.fast.data(), max, &w.reused);
   w.libunwind_count = unw_backtrace(w.libunwind.data(), max);
   return w;
 }
@@ -72,7 +75,55 @@ TEST(FastUnwindTest, SameAsLibunwindOnPlainStacks) {
   }
 }
 
-TEST(FastUnwindTest, SameAsLibunwindThroughFramePointerFrames) { ExpectSameWalk(WithAlloca(200, 128)); }
+TEST(FastUnwindTest, TheSamePathAgainReusesThePreviousWalk) {
+  Walks walks[2];
+  for (Walks& w : walks) w = Recurse(6, 64);  // one call site: the same path down to the walker
+  ExpectSameWalk(walks[0]);
+  ExpectSameWalk(walks[1]);
+  EXPECT_GT(walks[1].reused, 6) << "the outer frames of the same path should come from the previous walk";
+}
+
+TEST(FastUnwindTest, LongerWalkAfterAShorterOneGoesOnPastIt) {
+  Walks shorter = Recurse(10, 6);
+  ASSERT_EQ(shorter.fast_count, 6);
+  Walks longer = Recurse(10, 64);
+  ExpectSameWalk(longer);
+}
+
+TEST(FastUnwindTest, ShallowerAndDeeperPathsAfterEachOther) {
+  for (int depth : {12, 3, 20, 0, 7, 7, 30}) ExpectSameWalk(Recurse(depth, 128));
+}
+
+// Two callers with the same frame layout, called from the same place: their stacks have the same depth and the
+// same inner frames, but different return addresses outside. The second walk must not take the first one's.
+__attribute__((noinline)) Walks CallerA(int max) {
+  Walks w = Recurse(2, max);
+  g_sink = g_sink + 1;
+  return w;
+}
+__attribute__((noinline)) Walks CallerB(int max) {
+  Walks w = Recurse(2, max);
+  g_sink = g_sink + 2;
+  return w;
+}
+
+TEST(FastUnwindTest, ADifferentCallerAtTheSameDepthIsNotTakenForThePreviousOne) {
+  Walks a = CallerA(64);
+  Walks b = CallerB(64);
+  ExpectSameWalk(a);
+  ExpectSameWalk(b);
+  ASSERT_GE(a.fast_count, 6);
+  EXPECT_NE(a.fast[4], b.fast[4]) << "the callers' return addresses differ";
+}
+
+TEST(FastUnwindTest, SameAsLibunwindThroughFramePointerFrames) {
+  // Again and again from one call site, with the frame pointer frame's size changing and not: walks that take
+  // their outer frames, RBP-based ones among them, from the previous walk, and walks that cannot.
+  for (int bytes : {200, 200, 264, 264, 200, 1000}) {
+    Walks w = WithAlloca(bytes, 128);
+    ExpectSameWalk(w);
+  }
+}
 
 Walks g_from_callback;
 bool g_walked = false;
