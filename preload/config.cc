@@ -139,7 +139,6 @@ void ReadConfig(Config* config) {
   config->sample_ms = ReadInt("CUMEMTRACE_SAMPLE_MS", 0, 3600 * 1000, 100);
   config->follow_fork = ReadFlag("CUMEMTRACE_FOLLOW_FORK");
   config->free_stacks = ReadFlag("CUMEMTRACE_FREE_STACKS");
-  config->unwind_check = ReadFlag("CUMEMTRACE_UNWIND_CHECK");
   config->follow_exec = ReadFlag("CUMEMTRACE_FOLLOW_EXEC");
   config->cupti = ReadFlag("CUMEMTRACE_CUPTI");
   config->python_frames = PythonFramesWanted();

@@ -11,8 +11,6 @@
 //                           loses at most this much)
 //   CUMEMTRACE_DISABLE      1: record nothing (the hooks only forward)
 //   CUMEMTRACE_FOLLOW_FORK  1: a forked child of a tracing process starts its own trace (default: it stops)
-//   CUMEMTRACE_UNWIND_CHECK 1: walk every stack twice, with the preload's walker and with libunwind, and say at exit
-//                           how many differed (a validation aid: it doubles the unwinding time)
 //   CUMEMTRACE_FREE_STACKS  1: successful frees carry a stack too (default: stack 0; unwinding was 2/3 of the cost)
 //   CUMEMTRACE_FOLLOW_EXEC  1: exec'd children trace too (default: only the root process, CUMEMTRACE_ROOT_PID)
 //   CUMEMTRACE_SAMPLE_MS    driver free/total sampled per device at most this often (default 100; 0 = never)
@@ -47,7 +45,6 @@ struct Config {
   int flush_ms = 500;
   bool disabled = false;
   bool follow_fork = false;
-  bool unwind_check = false;
   bool free_stacks = false;  // unwind successful frees too (no report uses their stacks; heaptrack takes none)
   bool follow_exec = false;
   int sample_ms = 100;

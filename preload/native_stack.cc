@@ -7,8 +7,6 @@
 #include <atomic>
 
 #include "preload/config.h"
-#include "preload/fast_unwind.h"
-#include "preload/log.h"
 #include "preload/module_map.h"
 
 namespace cumemtrace::preload {
@@ -29,61 +27,11 @@ void NoteOwnFrames(int own) {
   }
 }
 
-// CUMEMTRACE_UNWIND_CHECK=1: every stack is walked by both walkers and compared (counts reported at exit).
-bool g_check_walkers = false;
-std::atomic<uint64_t> g_walks{0};
-std::atomic<uint64_t> g_walks_by_libunwind{0};  // the own walker declined them
-std::atomic<uint64_t> g_walks_differing{0};
-std::atomic<uint64_t> g_frames_walked{0};  // by the own walker
-std::atomic<uint64_t> g_frames_reused{0};  // of those, taken from the thread's previous walk
-
-// libunwind's walk of the same stack, for the check.
-__attribute__((noinline)) void CheckWalk(void* const* raw, int n, int want, int reused) {
-  void* other[1024];
-  const int m = unw_backtrace(other, want < 1024 ? want : 1024);
-  g_walks.fetch_add(1, std::memory_order_relaxed);
-  if (n < 0) {
-    g_walks_by_libunwind.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  g_frames_walked.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
-  g_frames_reused.fetch_add(static_cast<uint64_t>(reused), std::memory_order_relaxed);
-  // raw[0] is the return address into the caller of Backtrace, other[0] the one into this function and other[1]
-  // the one into that caller (another call site): raw[i] is other[i + 1] from i = 1 on. A walk that stopped at
-  // `want` frames is compared as far as both reach.
-  bool same = n == want || m == want || m == n + 1;
-  for (int i = 1; same && i < n && i + 1 < m; ++i) same = raw[i] == other[i + 1];
-  if (!same) g_walks_differing.fetch_add(1, std::memory_order_relaxed);
-}
-
-// The caller's return addresses (the caller's own first): the preload's walker, libunwind where it cannot.
-inline __attribute__((always_inline)) int Backtrace(void** raw, int want) {
-  if (__builtin_expect(g_check_walkers, 0)) {
-    int reused = 0;
-    const int n = FastBacktrace(raw, want, &reused);
-    CheckWalk(raw, n, want, reused);
-    return n >= 0 ? n : unw_backtrace(raw, want);
-  }
-  const int n = FastBacktrace(raw, want);
-  return n >= 0 ? n : unw_backtrace(raw, want);
-}
-
 }  // namespace
 
-void InitNativeStacks(bool check_walkers) {
+void InitNativeStacks() {
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-  g_check_walkers = check_walkers;
   OwnModuleRange();  // found now, outside any hook's hot path
-}
-
-void ReportWalkerCheck() {
-  if (!g_check_walkers) return;
-  Warn("unwind check: %llu stacks, %llu walked by libunwind, %llu differ from libunwind's walk; %llu of %llu "
-       "frames taken from the thread's previous walk",
-       static_cast<unsigned long long>(g_walks.load()), static_cast<unsigned long long>(g_walks_by_libunwind.load()),
-       static_cast<unsigned long long>(g_walks_differing.load()),
-       static_cast<unsigned long long>(g_frames_reused.load()),
-       static_cast<unsigned long long>(g_frames_walked.load()));
 }
 
 int OutermostFramesKept(int max_depth) { return max_depth < 4 ? 0 : max_depth / 4; }
@@ -171,7 +119,7 @@ int KeepProgramFrames(void* const* raw, int n, uintptr_t* pcs, int max_depth, in
 // A stack deeper than max_depth.
 __attribute__((noinline)) int CaptureDeepStack(uintptr_t* pcs, int max_depth, uint32_t* dropped) {
   void* raw[kDeepFrames];
-  const int n = Backtrace(raw, kDeepFrames);
+  const int n = unw_backtrace(raw, kDeepFrames);
   if (n > 0 && n < kDeepFrames) return KeepEnds(raw, n, pcs, max_depth, dropped);
   return WalkDeepStack(pcs, max_depth, dropped);
 }
@@ -186,14 +134,14 @@ int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated, uint32_t* dropp
   const int full = max_depth + kMaxOwnFrames + 1;
   const int margin = g_own_frames_seen.load(std::memory_order_relaxed);
   int want = margin < kMaxOwnFrames ? max_depth + margin + 1 : full;
-  int n = Backtrace(raw, want);
+  int n = unw_backtrace(raw, want);
   if (n <= 0) return -1;
   int own_frames = 0;
   int count = KeepProgramFrames(raw, n, pcs, max_depth, &own_frames);
   if (n == want && count < max_depth && want < full) {
     // More of our frames than the margin allowed for: this stack again with the full margin.
     want = full;
-    n = Backtrace(raw, want);
+    n = unw_backtrace(raw, want);
     if (n <= 0) return -1;
     count = KeepProgramFrames(raw, n, pcs, max_depth, &own_frames);
   }

@@ -1,6 +1,5 @@
-// Native stacks, walked by the preload's own walker (fast_unwind.h) or, where it cannot, by libunwind's
-// unw_backtrace. Frames inside libcumemtrace.so itself are left out, so a stack reads as if the program called CUDA
-// directly.
+// Native stacks with libunwind's unw_backtrace (fast path with a per-thread cache). Frames inside
+// libcumemtrace.so itself are left out, so a stack reads as if the program called CUDA directly.
 #ifndef CUMEMTRACE_PRELOAD_NATIVE_STACK_H_
 #define CUMEMTRACE_PRELOAD_NATIVE_STACK_H_
 
@@ -9,11 +8,7 @@
 namespace cumemtrace::preload {
 
 // Sets libunwind's caching policy and finds this library's own address range. Call once before CaptureStack.
-// `check_walkers`: walk every stack with both walkers and count where they differ (CUMEMTRACE_UNWIND_CHECK).
-void InitNativeStacks(bool check_walkers);
-
-// With check_walkers: one line on stderr, the stacks walked, those libunwind walked and those that differed.
-void ReportWalkerCheck();
+void InitNativeStacks();
 
 // Fills `pcs` (innermost first) with at most `max_depth` frames of the caller's stack. Returns the frame count;
 // returns -1 when unwinding failed. A stack deeper than max_depth keeps its innermost frames (where CUDA was

@@ -446,7 +446,7 @@ void Start() {
   }
   g_start_ns = NowNs();
   g_sampler.Reset(static_cast<int64_t>(g_config.sample_ms) * 1000000);
-  InitNativeStacks(g_config.unwind_check);
+  InitNativeStacks();
   StartCuptiOnce();
   pthread_mutex_lock(&g_lock);
   WriteHeaderLocked();
@@ -608,7 +608,6 @@ void FinishTrace() {
     t.allocator_ignored = g_allocator_ignored;
     if (WriteTrailer(&g_out, t)) WriteOut();
     g_sink.Close();
-    ReportWalkerCheck();
     if (!g_config.quiet && g_events > 0) {  // say where the trace went; a process that traced nothing stays silent
       char line[1024];
       FormatWroteLine(g_config.output_path, g_events, g_sink.bytes_written(), line, sizeof(line));

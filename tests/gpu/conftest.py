@@ -88,7 +88,7 @@ UNSET = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMOR
          "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_ALLOCATOR",
          "CUPY_GPU_MEMORY_LIMIT", "LD_PRELOAD", "CUMEMTRACE_OUTPUT", "CUMEMTRACE_PYTHON", "CUMEMTRACE_FOLLOW_FORK",
          "CUMEMTRACE_FOLLOW_EXEC", "CUMEMTRACE_CUPTI", "CUMEMTRACE_ROOT_PID", "CUMEMTRACE_LIB", "RANK",
-         "LOCAL_RANK", "WORLD_SIZE", "NVTX_INJECTION64_PATH", "CUMEMTRACE_NVTX", "CUMEMTRACE_UNWIND_CHECK")
+         "LOCAL_RANK", "WORLD_SIZE", "NVTX_INJECTION64_PATH", "CUMEMTRACE_NVTX")
 
 
 def pytest_addoption(parser):
@@ -217,13 +217,11 @@ class Suite(object):
             return [self.native(what.split(":", 1)[1])] + args
         return [sys.executable, os.path.join(WORKLOAD_DIR, what), truth] + args
 
-    def run(self, name, traced=True, check_walkers=False):
-        """The workload's run, once per (name, traced, check_walkers). check_walkers: traced with
-        CUMEMTRACE_UNWIND_CHECK=1 (every stack walked by the preload's walker and by libunwind, compared)."""
-        key = (name, traced, check_walkers)
+    def run(self, name, traced=True):
+        key = (name, traced)
         if key not in self.runs:
             what, extra, args, timeout = WORKLOADS[name]
-            tag = (name if traced else name + "_plain") + ("_walkcheck" if check_walkers else "")
+            tag = name if traced else name + "_plain"
             truth_path = os.path.join(self.work, tag + "_truth.json")
             trace_dir = os.path.join(self.work, "tr_" + tag)
             # "{preload}" values (NVTX_INJECTION64_PATH) belong to the traced run only.
@@ -233,8 +231,6 @@ class Suite(object):
                 os.makedirs(trace_dir, exist_ok=True)
                 env.update({"LD_PRELOAD": self.preload,
                             "CUMEMTRACE_OUTPUT": os.path.join(trace_dir, "trace.%p.pb")})
-            if check_walkers:
-                env["CUMEMTRACE_UNWIND_CHECK"] = "1"
             cmd = self.command(what, args, truth_path)
             rc, output, seconds = self.execute(cmd, self.env(env), self.limit(timeout))
             with open(os.path.join(self.work, tag + ".out"), "w") as f:
