@@ -47,7 +47,8 @@ CONFIGS = {
 }
 # cumemtrace variants: extra environment for the preload ("old": --old-preload, another build, its defaults).
 VARIANTS = {
-    "depth16": {"CUMEMTRACE_TORCH_STACK_DEPTH": "16"},
+    "depth16": {"CUMEMTRACE_TORCH_STACK_DEPTH": "16"},  # the default since run 12 (32 before)
+    "torchdepth32": {"CUMEMTRACE_TORCH_STACK_DEPTH": "32"},
     "torchdepth64": {"CUMEMTRACE_TORCH_STACK_DEPTH": "64"},
     "nopython": {"CUMEMTRACE_PYTHON": "0"},
     "nostacks": {"CUMEMTRACE_STACK_DEPTH": "0"},

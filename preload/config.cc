@@ -134,7 +134,7 @@ void ReadConfig(Config* config) {
   config->disabled = ReadFlag("CUMEMTRACE_DISABLE");
   config->overwrite = ReadFlag("CUMEMTRACE_OVERWRITE");
   config->stack_depth = ReadInt("CUMEMTRACE_STACK_DEPTH", 0, kMaxStackDepth, 64);
-  config->torch_stack_depth = ReadInt("CUMEMTRACE_TORCH_STACK_DEPTH", 1, kMaxStackDepth, 32);
+  config->torch_stack_depth = ReadInt("CUMEMTRACE_TORCH_STACK_DEPTH", 1, kMaxStackDepth, 16);
   config->flush_ms = ReadInt("CUMEMTRACE_FLUSH_MS", 1, 3600 * 1000, 500);
   config->sample_ms = ReadInt("CUMEMTRACE_SAMPLE_MS", 0, 3600 * 1000, 100);
   config->follow_fork = ReadFlag("CUMEMTRACE_FOLLOW_FORK");

@@ -5,8 +5,8 @@
 //   CUMEMTRACE_OVERWRITE    1: replace an existing file (default: never overwrite; warn and do not trace)
 //   CUMEMTRACE_STACK_DEPTH  native frames per event, 0..kMaxStackDepth (default 64; 0 = no stacks)
 //   CUMEMTRACE_TORCH_STACK_DEPTH  native frames of a PyTorch block allocation made from Python, 1..kMaxStackDepth
-//                           (default 32, never more than CUMEMTRACE_STACK_DEPTH): the allocator, the op and the
-//                           dispatcher up to the Python binding; the user's lines are in the Python frames
+//                           (default 16, never more than CUMEMTRACE_STACK_DEPTH): the allocator and the innermost
+//                           op with its dispatcher entry; the user's lines are in the Python frames
 //   CUMEMTRACE_FLUSH_MS     how often buffered events reach the file (default 500; a process killed with SIGKILL
 //                           loses at most this much)
 //   CUMEMTRACE_DISABLE      1: record nothing (the hooks only forward)
@@ -41,7 +41,7 @@ struct Config {
   char rank_text[kRankTextBytes];      // what %r expands to
   bool overwrite = false;
   int stack_depth = 64;
-  int torch_stack_depth = 32;  // the recorder takes at most stack_depth
+  int torch_stack_depth = 16;  // the recorder takes at most stack_depth
   int flush_ms = 500;
   bool disabled = false;
   bool follow_fork = false;

@@ -817,10 +817,11 @@ void Record(const CallRecord& call) {
   // innermost frames, and the outermost ones (the interpreter's main) are not worth a second, full unwind. Every
   // PyTorch allocation made from Python is such a stack (those of the autograd engine's threads are not).
   const bool keep_outermost = !(python_capture == PythonCapture::kOk && python.group_count > 0);
-  // A PyTorch block allocated from Python keeps fewer native frames: the allocator, the op and the dispatcher up to
-  // the Python binding fit in TorchStackDepth(); what lies beyond is the interpreter's own calls between the Python
-  // frames, which carry the user's lines. 1533 -> 1363 ns per row on an H100 GPT-2 step (docs/performance.md,
-  // run 9); a cut by design, not counted as truncated (the header says the depth).
+  // A PyTorch block allocated from Python keeps fewer native frames (TorchStackDepth(), 16 by default): the
+  // allocator and the innermost op with its dispatcher entry. Beyond lie the outer ATen ops, the Python binding and
+  // the interpreter's own calls between the Python frames, which carry the user's lines. On an H100 GPT-2 step,
+  // 64 -> 32 frames took 1533 -> 1363 ns per row (docs/performance.md, run 9), 32 -> 16 1267 -> 1102 (run 12); a cut
+  // by design, not counted as truncated (the header says the depth).
   const bool torch_from_python = is_torch && !keep_outermost;
   int depth = CaptureStack(pcs, torch_from_python ? TorchStackDepth() : stack_depth, &truncated, &dropped_frames,
                            keep_outermost);

@@ -299,7 +299,7 @@ TEST_F(PythonStacks, AnalyzerJsonStacksCarryEachThreadsPythonFrames) {
   EXPECT_TRUE(saw_thread);
 }
 
-// A PyTorch block allocated from Python keeps CUMEMTRACE_TORCH_STACK_DEPTH native frames (default 32; here 60 lie
+// A PyTorch block allocated from Python keeps CUMEMTRACE_TORCH_STACK_DEPTH native frames (default 16; here 60 lie
 // between the call and the allocator) and all its Python frames, after the native ones; the cut is by design, so
 // not counted as a truncated stack, and the header says the depth.
 TEST(PythonTorchBlocks, KeepTheirPythonFramesAndTheTorchDepthOfNativeFrames) {
@@ -313,7 +313,7 @@ TEST(PythonTorchBlocks, KeepTheirPythonFramesAndTheTorchDepthOfNativeFrames) {
     ASSERT_EQ(run.exit_code, 0) << run.Describe();
     CollectedTrace trace = CollectTrace(run.trace_path);
     ASSERT_TRUE(trace.status.ok()) << trace.status;
-    const uint32_t want_native = *depth == '\0' ? 32 : 8;
+    const uint32_t want_native = *depth == '\0' ? 16 : 8;
     EXPECT_EQ(trace.header.torch_stack_depth, want_native);
     const analyzer::Event* block = nullptr;
     for (const analyzer::Event& e : trace.events) {
