@@ -133,6 +133,10 @@ def finish(w, args):
             "recorder_ns_per_row": (health.get("recorder_time_ns") or 0) / max(rows, 1),
             "recorder_parts_ns_per_row": {part: (health.get(f"recorder_{part}_ns") or 0) / max(rows, 1)
                                           for part in RECORDER_PARTS},
+            # Encoding and writing the trace (added with the output queue; 0 from an older preload): off the
+            # recording path unless a thread of the program had to write (stalled_seals, start, exit, a failure).
+            "writer_ns_per_row": (health.get("writer_time_ns") or 0) / max(rows, 1),
+            "stalled_seals": health.get("stalled_seals") or 0,
             "bytes_per_entry": result["trace_bytes"] / max(entries, 1),
             "bytes_per_row": result["trace_bytes"] / max(rows, 1),
         })
@@ -162,8 +166,9 @@ def merge_replicas(results, config):
             m[key] = [statistics.fmean(x[i] for x in lists) for i in range(n)]
         traced = [r for r in runs if "recorder_ns_per_row" in r]
         if traced:
-            for key in ("recorder_ns_per_row", "bytes_per_entry", "bytes_per_row"):
-                m[key] = statistics.median(r[key] for r in traced)
+            for key in ("recorder_ns_per_row", "writer_ns_per_row", "bytes_per_entry", "bytes_per_row"):
+                m[key] = statistics.median(r.get(key, 0) for r in traced)
+            m["stalled_seals"] = sum(r.get("stalled_seals", 0) for r in traced)
             if all("recorder_parts_ns_per_row" in r for r in traced):
                 m["recorder_parts_ns_per_row"] = {
                     part: statistics.median(r["recorder_parts_ns_per_row"][part] for r in traced)
@@ -247,14 +252,16 @@ def table(results, configs, modes):
         if parted:
             lines.append("\nWhere the preload's time goes, ns per trace row, medians of the processes (trailer; the parts "
                          "are estimated on other events than the total, and each holds one clock read):\n")
-            lines.append("| mode | all | Python frames | unwinding | lock wait | stack interning | rest |")
-            lines.append("|---|---|---|---|---|---|---|")
+            lines.append("| mode | all | Python frames | unwinding | lock wait | stack interning | rest | "
+                         "writing the trace (on the flush thread, but for stalls) | stalled seals (all processes) |")
+            lines.append("|---|---|---|---|---|---|---|---|---|")
             for mode in parted:
                 r = by_mode[mode]
                 parts = [r["recorder_parts_ns_per_row"][part] for part in RECORDER_PARTS]
                 cells = " | ".join(f"{v:.0f}" for v in parts)
                 lines.append(f"| {mode} | {r['recorder_ns_per_row']:.0f} | {cells} | "
-                             f"{r['recorder_ns_per_row'] - sum(parts):.0f} |")
+                             f"{r['recorder_ns_per_row'] - sum(parts):.0f} | {r.get('writer_ns_per_row', 0):.0f} | "
+                             f"{r.get('stalled_seals', 0)} |")
     return "\n".join(lines) + "\n"
 
 

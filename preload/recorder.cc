@@ -25,6 +25,7 @@
 #include "preload/log.h"
 #include "preload/module_map.h"
 #include "preload/native_stack.h"
+#include "preload/output_queue.h"
 #include "preload/phase_pending.h"
 #include "preload/python_frame_table.h"
 #include "preload/python_frames.h"
@@ -46,7 +47,6 @@ namespace {
 
 enum State : int { kUninitialized, kStarting, kRunning, kOff };
 
-constexpr size_t kBatchEvents = 8192;
 constexpr int kMaxDevices = 64;
 // Native frames taken of a driver allocation when stacks are off, only to see whether PyTorch's caching allocator
 // asks for it (frames 3 to 6 of the segment stacks in examples/gpt2_blocks_h100.pb, torch 2.11).
@@ -61,19 +61,20 @@ std::atomic<uint64_t> g_dropped{0};
 pthread_mutex_t g_start_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;  // everything below, unless marked otherwise
 pthread_mutex_t g_module_lock = PTHREAD_MUTEX_INITIALIZER;  // g_modules scans (taken before g_lock, never after)
+// The writer's lock: the sink, writing the sealed units of g_output, and the counters marked so. Taken after g_lock
+// or alone, never before it: the flush thread writes holding this lock only, so no recording thread waits for I/O.
+pthread_mutex_t g_io_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t g_flusher_wake = PTHREAD_COND_INITIALIZER;
 
 Config g_config;
-Sink g_sink;
-ByteBuffer g_out;
+Sink g_sink;                    // under g_io_lock
+OutputQueue g_output;           // its open unit under g_lock, its sealed ones under g_io_lock (output_queue.h)
 StackTable g_stacks;
 StringTable g_strings;          // every string id of the trace
 PythonFrameTable g_python_frames;
 bool g_python_notice_written = false;
 bool g_python_broken_notice_written = false;
 ModuleMap g_modules;
-EventRecord g_batch[kBatchEvents];
-size_t g_batch_size = 0;
 uint32_t g_next_thread_index = 1;
 bool g_device_written[kMaxDevices + 1];  // index ordinal + 1; 0 = host
 bool g_stop_flusher = false;
@@ -88,7 +89,7 @@ MemorySampler g_sampler;      // lock-free; reset at start
 PendingPhases g_pending_phases;  // NVTX ranges opened before tracing started (under g_start_lock and g_lock)
 
 // Health counters for the trailer.
-uint64_t g_events = 0;
+uint64_t g_events = 0;  // under g_io_lock
 uint64_t g_unwind_failures = 0;
 uint64_t g_truncated_stacks = 0;
 uint64_t g_dropped_frames = 0;  // frames left out of the middle of stacks deeper than the depth
@@ -99,7 +100,9 @@ uint64_t g_recorder_python_ns = 0;     // reading the thread's Python frames
 uint64_t g_recorder_unwind_ns = 0;     // the native unwind
 uint64_t g_recorder_lock_wait_ns = 0;  // waiting for g_lock
 uint64_t g_recorder_stack_ns = 0;      // Python frame ids, splicing and interning the stack
-uint64_t g_flushes = 0;
+uint64_t g_flushes = 0;        // units written (under g_io_lock)
+uint64_t g_writer_ns = 0;       // encoding sealed units' events and writing them, on any thread (under g_io_lock)
+uint64_t g_stalled_seals = 0;   // a recording thread found every sealed slot taken and wrote them itself
 uint64_t g_python_stacks = 0;
 uint64_t g_python_failures = 0;
 uint64_t g_memory_samples = 0;
@@ -149,56 +152,79 @@ int32_t Gettid() { return static_cast<int32_t>(syscall(SYS_gettid)); }
 // Turns tracing off for good in this process (write error, finished, forked child).
 void StopTracing() { g_state.store(kOff, std::memory_order_release); }
 
+// The packet buffer of the open unit: what the recording threads write under g_lock.
+ByteBuffer* Out() { return g_output.packets(); }
+
 // After a failed write: the file ends with its last whole packet; one notice says why the trace ends there, so the
-// analyzer never mistakes a full disk for a killed process. Called with g_lock held.
-void NoteWriteFailureLocked() {
+// analyzer never mistakes a full disk for a killed process. `scratch` is a sealed unit's buffer, dropped anyway.
+// Called with g_io_lock held.
+void NoteWriteFailureIoLocked(ByteBuffer* scratch) {
   char message[200];
   snprintf(message, sizeof(message),
            "writing the trace failed after %llu bytes: %s; the events after that were not recorded",
            static_cast<unsigned long long>(g_sink.bytes_written()), strerror(g_sink.failed_errno()));
-  g_out.Clear();
-  if (WriteNotice(&g_out, static_cast<uint32_t>(format::NoticeCode::kWriteFailed), message, NowNs())) {
-    g_sink.WriteLast(g_out.data(), g_out.size());
+  scratch->Clear();
+  if (WriteNotice(scratch, static_cast<uint32_t>(format::NoticeCode::kWriteFailed), message, NowNs())) {
+    g_sink.WriteLast(scratch->data(), scratch->size());
   } else {
-    g_out.ClearError();
+    scratch->ClearError();
     g_sink.Close();
   }
 }
 
-// Writes out g_out. Called with g_lock held.
-void WriteOut() {
-  if (g_out.size() == 0) return;
-  if (!g_sink.Write(g_out.data(), g_out.size())) {
-    StopTracing();
-    if (g_sink.failed()) NoteWriteFailureLocked();
+// Encodes the events of the sealed units, oldest first, after each unit's packets, and writes them. Called with
+// g_io_lock held; by the flush thread, or by a recording thread that must not wait for it (a failed allocation,
+// start and exit, every sealed slot taken).
+void WriteSealedIoLocked() {
+  while (OutputQueue::Unit* unit = g_output.Oldest()) {
+    const int64_t start_ns = NowNs();
+    ByteBuffer* out = &unit->packets;
+    if (unit->event_count > 0) {
+      if (WriteEventBatch(out, unit->events, unit->event_count, unit->complete_below)) {
+        g_events += unit->event_count;
+      } else {
+        out->ClearError();
+        g_dropped.fetch_add(unit->event_count, std::memory_order_relaxed);
+      }
+    }
+    if (out->size() > 0 && !g_sink.Write(out->data(), out->size())) {
+      StopTracing();
+      if (g_sink.failed()) NoteWriteFailureIoLocked(out);
+    }
+    ++g_flushes;
+    g_writer_ns += static_cast<uint64_t>(NowNs() - start_ns);
+    g_output.Pop();
   }
-  g_out.Clear();
 }
 
-// Encodes pending stack nodes and buffered events, then writes. Called with g_lock held.
-void FlushLocked() {
-  // Strings before the Python frames that name them, Python frames before the stack nodes that name them.
-  if (!g_strings.WritePending(&g_out)) g_out.ClearError();
-  if (g_python_frames.HasPending() && !g_python_frames.WritePending(&g_out)) g_out.ClearError();
+// Writes pending table entries (strings before the Python frames that name them, Python frames before the stack
+// nodes that name them) into the open unit and seals it, for the flush thread to write. Called with g_lock held.
+// When every sealed slot is taken (no flush thread, or a disk slower than the program), writes them first itself.
+void SealLocked() {
+  if (!g_strings.WritePending(Out())) Out()->ClearError();
+  if (g_python_frames.HasPending() && !g_python_frames.WritePending(Out())) Out()->ClearError();
   if (g_stacks.first_pending() < g_stacks.next_id()) {
-    if (WriteStackNodes(&g_out, g_stacks, g_stacks.first_pending(), g_stacks.next_id())) {
+    if (WriteStackNodes(Out(), g_stacks, g_stacks.first_pending(), g_stacks.next_id())) {
       g_stacks.MarkWritten();
     } else {
-      g_out.ClearError();
+      Out()->ClearError();
     }
   }
-  if (g_batch_size > 0) {
-    // Under g_lock, after the batch's last append: the reader may release every event numbered below the mark.
-    if (WriteEventBatch(&g_out, g_batch, g_batch_size, CompleteBelow())) {
-      g_events += g_batch_size;
-    } else {
-      g_out.ClearError();
-      g_dropped.fetch_add(g_batch_size, std::memory_order_relaxed);
-    }
-    g_batch_size = 0;
-  }
-  WriteOut();
-  ++g_flushes;
+  // Under g_lock, after the batch's last append: the reader may release every event numbered below the mark.
+  if (g_output.Seal(CompleteBelow())) return;
+  ++g_stalled_seals;
+  pthread_mutex_lock(&g_io_lock);
+  WriteSealedIoLocked();
+  pthread_mutex_unlock(&g_io_lock);
+  g_output.Seal(CompleteBelow());  // a slot is free now
+}
+
+// Seals the open unit and writes everything sealed, on this thread, before returning. Called with g_lock held.
+void FlushNowLocked() {
+  SealLocked();
+  pthread_mutex_lock(&g_io_lock);
+  WriteSealedIoLocked();
+  pthread_mutex_unlock(&g_io_lock);
 }
 
 // Writes Module packets for modules not written yet. Called with g_lock held.
@@ -206,7 +232,7 @@ void WriteNewModulesLocked() {
   for (size_t i = 0; i < g_modules.size(); ++i) {
     ModuleEntry& m = g_modules.at(i);
     if (m.written) continue;
-    if (WriteModule(&g_out, m)) m.written = true; else g_out.ClearError();
+    if (WriteModule(Out(), m)) m.written = true; else Out()->ClearError();
   }
 }
 
@@ -231,10 +257,10 @@ void NotePythonSupportLocked(PythonSupport support, const char* message) {
   if (support != PythonSupport::kUnsupported && support != PythonSupport::kLayoutMismatch) return;
   format::NoticeCode code = support == PythonSupport::kUnsupported ? format::NoticeCode::kPythonUnsupported
                                                                    : format::NoticeCode::kPythonLayoutMismatch;
-  if (WriteNotice(&g_out, static_cast<uint32_t>(code), message, NowNs())) {
+  if (WriteNotice(Out(), static_cast<uint32_t>(code), message, NowNs())) {
     g_python_notice_written = true;
   } else {
-    g_out.ClearError();
+    Out()->ClearError();
   }
 }
 
@@ -269,10 +295,10 @@ int ComposeStackLocked(uint32_t thread, const uintptr_t* native, int native_coun
     ++g_python_failures;
     if (!g_python_broken_notice_written) {
       g_python_broken_notice_written =
-          WriteNotice(&g_out, static_cast<uint32_t>(format::NoticeCode::kPythonLayoutMismatch),
+          WriteNotice(Out(), static_cast<uint32_t>(format::NoticeCode::kPythonLayoutMismatch),
                       "a Python frame chain did not validate (an object of an unexpected type): those stacks keep "
                       "the Python frames read before the break", NowNs());
-      if (!g_python_broken_notice_written) g_out.ClearError();
+      if (!g_python_broken_notice_written) Out()->ClearError();
     }
   }
   if (capture == PythonCapture::kOk || capture == PythonCapture::kBroken) {
@@ -300,23 +326,44 @@ int ComposeStackLocked(uint32_t thread, const uintptr_t* native, int native_coun
   return SplicePythonFrames(in, reinterpret_cast<uint64_t*>(out), max_out, &matched);
 }
 
+// CLOCK_REALTIME (pthread_cond_timedwait's clock) one flush period from now.
+timespec NextFlushDeadline() {
+  timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  int64_t ns = deadline.tv_nsec + static_cast<int64_t>(g_config.flush_ms) * 1000000;
+  deadline.tv_sec += ns / 1000000000;
+  deadline.tv_nsec = ns % 1000000000;
+  return deadline;
+}
+
+// Writes each unit a recording thread seals, as soon as it is sealed, and every CUMEMTRACE_FLUSH_MS seals and writes
+// what the recording threads left in the open unit (so a killed process loses at most that much), after looking
+// for newly loaded modules.
 void* FlusherMain(void*) {
   Self().in_recorder = 1;
   prctl(PR_SET_NAME, "cumemtrace");
   RetryPythonLookup();  // for a Python loaded between this library's constructor and the start of tracing
   pthread_mutex_lock(&g_lock);
+  timespec deadline = NextFlushDeadline();
   while (!g_stop_flusher) {
-    timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    int64_t ns = deadline.tv_nsec + static_cast<int64_t>(g_config.flush_ms) * 1000000;
-    deadline.tv_sec += ns / 1000000000;
-    deadline.tv_nsec = ns % 1000000000;
-    pthread_cond_timedwait(&g_flusher_wake, &g_lock, &deadline);
+    int wait = 0;
+    while (!g_stop_flusher && !g_output.HasSealed() && wait != ETIMEDOUT) {
+      wait = pthread_cond_timedwait(&g_flusher_wake, &g_lock, &deadline);
+    }
     if (g_stop_flusher || g_state.load(std::memory_order_acquire) != kRunning) break;
+    if (wait == ETIMEDOUT) {
+      pthread_mutex_unlock(&g_lock);
+      if (RefreshModules() > 0) RetryPythonLookup();
+      pthread_mutex_lock(&g_lock);
+      if (g_state.load(std::memory_order_acquire) != kRunning) break;
+      SealLocked();
+      deadline = NextFlushDeadline();
+    }
     pthread_mutex_unlock(&g_lock);
-    if (RefreshModules() > 0) RetryPythonLookup();
+    pthread_mutex_lock(&g_io_lock);
+    WriteSealedIoLocked();
+    pthread_mutex_unlock(&g_io_lock);
     pthread_mutex_lock(&g_lock);
-    if (g_state.load(std::memory_order_acquire) == kRunning) FlushLocked();
   }
   pthread_mutex_unlock(&g_lock);
   return nullptr;
@@ -359,9 +406,9 @@ int ReadArgv(char* buffer, size_t size, const char** argv, int max_args) {
 void WritePendingPhasesLocked() {
   for (size_t i = 0; i < g_pending_phases.size(); ++i) {
     const PendingPhase& p = g_pending_phases.at(i);
-    if (!WriteThread(&g_out, p.thread, p.tid, p.thread_name)) g_out.ClearError();
+    if (!WriteThread(Out(), p.thread, p.tid, p.thread_name)) Out()->ClearError();
     PhaseRecord r{0, p.time_ns, p.thread, p.kind, p.name, p.name_size, p.range_id, p.domain};
-    if (!WritePhase(&g_out, r)) g_out.ClearError();
+    if (!WritePhase(Out(), r)) Out()->ClearError();
   }
   g_pending_phases.Clear();
 }
@@ -395,7 +442,7 @@ void WriteHeaderLocked() {
   h.forked_child = g_forked_child;
   h.cupti_enabled = g_cupti_enabled;
   h.python_frames_enabled = g_config.python_frames;
-  if (!WriteHeader(&g_out, h)) g_out.ClearError();
+  if (!WriteHeader(Out(), h)) Out()->ClearError();
 }
 
 // CUMEMTRACE_CUPTI=1: subscribes once per process; a forked child keeps its parent's subscription (or failure) and
@@ -437,7 +484,7 @@ void Start() {
                                     g_config.output_path, sizeof(g_config.output_path));
     if (!path_ok) Warn("no room for the forked child's pid in the trace path; not tracing process %d", getpid());
   }
-  bool ok = path_ok && !g_config.disabled && (g_out.data() != nullptr || g_out.Init(4 << 20)) &&
+  bool ok = path_ok && !g_config.disabled && g_output.Init(1 << 20) &&
             g_sink.Open(g_config.output_path, g_config.overwrite);
   if (!ok) {
     StopTracing();
@@ -459,11 +506,11 @@ void Start() {
     if (n > sizeof(message) - 20) n = sizeof(message) - 20;
     memcpy(message + 19, g_cupti_failure, n);
     message[19 + n] = '\0';
-    if (!WriteNotice(&g_out, static_cast<uint32_t>(format::NoticeCode::kCuptiUnavailable), message, g_start_ns)) {
-      g_out.ClearError();
+    if (!WriteNotice(Out(), static_cast<uint32_t>(format::NoticeCode::kCuptiUnavailable), message, g_start_ns)) {
+      Out()->ClearError();
     }
   }
-  WriteOut();
+  FlushNowLocked();
   pthread_mutex_unlock(&g_lock);
   RefreshModules();
   StartFlusher();
@@ -476,7 +523,7 @@ void EnsureThreadLocked(ThreadState& self, const char* name) {
   if (self.thread_index != 0 && !self.name_changed) return;
   if (self.thread_index == 0) self.thread_index = g_next_thread_index++;
   self.name_changed = false;
-  if (!WriteThread(&g_out, self.thread_index, Gettid(), name)) g_out.ClearError();
+  if (!WriteThread(Out(), self.thread_index, Gettid(), name)) Out()->ClearError();
 }
 
 // Describes a device the first time an event names it. Queries the driver outside g_lock.
@@ -497,10 +544,10 @@ void EnsureDevice(int32_t device) {
   DriverVersion(&record.driver_version);
   pthread_mutex_lock(&g_lock);
   if (!g_device_written[device + 1]) {
-    if (WriteDevice(&g_out, record)) {
+    if (WriteDevice(Out(), record)) {
       __atomic_store_n(&g_device_written[device + 1], true, __ATOMIC_RELEASE);
     } else {
-      g_out.ClearError();
+      Out()->ClearError();
     }
   }
   pthread_mutex_unlock(&g_lock);
@@ -510,9 +557,11 @@ void AtForkPrepare() {
   pthread_mutex_lock(&g_start_lock);
   pthread_mutex_lock(&g_module_lock);
   pthread_mutex_lock(&g_lock);
+  pthread_mutex_lock(&g_io_lock);  // a write in progress ends first: the child copies no half-written unit
 }
 
 void AtForkParent() {
+  pthread_mutex_unlock(&g_io_lock);
   pthread_mutex_unlock(&g_lock);
   pthread_mutex_unlock(&g_module_lock);
   pthread_mutex_unlock(&g_start_lock);
@@ -533,6 +582,7 @@ void ResetForForkedChildLocked() {
   pthread_cond_t fresh = PTHREAD_COND_INITIALIZER;
   g_flusher_wake = fresh;
   g_events = g_unwind_failures = g_truncated_stacks = g_dropped_frames = g_recorder_ns = g_flushes = 0;
+  g_writer_ns = g_stalled_seals = 0;
   g_recorder_python_ns = g_recorder_unwind_ns = g_recorder_lock_wait_ns = g_recorder_stack_ns = 0;
   g_memory_samples = g_cupti_only_events = 0;
   g_allocator_events = g_allocator_ignored = 0;
@@ -552,8 +602,7 @@ void ResetForForkedChildLocked() {
 void AtForkChild() {
   int state = g_state.load(std::memory_order_acquire);
   g_sink.Abandon();
-  g_out.Clear();
-  g_batch_size = 0;
+  g_output.Clear();
   g_pending_phases.Clear();  // the parent's open ranges are the parent's
   if (state == kRunning && g_config.follow_fork) {
     ResetForForkedChildLocked();
@@ -564,6 +613,7 @@ void AtForkChild() {
   } else {
     g_forked_before_start = true;  // Start() decides, at the child's first event (follow-fork or not)
   }
+  pthread_mutex_unlock(&g_io_lock);
   pthread_mutex_unlock(&g_lock);
   pthread_mutex_unlock(&g_module_lock);
   pthread_mutex_unlock(&g_start_lock);
@@ -581,9 +631,12 @@ void FinishTrace() {
     g_stop_flusher = true;
     pthread_cond_signal(&g_flusher_wake);
     StopTracing();  // events from destructors that run after this one are not recorded
-    FlushLocked();
-    WriteSymbolTable(&g_out, g_stacks, g_modules, &g_strings);
-    WriteOut();
+    FlushNowLocked();
+    WriteSymbolTable(Out(), g_stacks, g_modules, &g_strings);
+    FlushNowLocked();
+    // The queue is empty and stays so (g_lock is held): the trailer goes straight to the sink, with the counters
+    // of every unit written.
+    pthread_mutex_lock(&g_io_lock);
     TrailerRecord t{};
     t.events = g_events;
     t.dropped_events = g_dropped.load(std::memory_order_relaxed);
@@ -600,19 +653,23 @@ void FinishTrace() {
     t.recorder_lock_wait_ns = g_recorder_lock_wait_ns;
     t.recorder_stack_ns = g_recorder_stack_ns;
     t.flushes = g_flushes;
+    t.writer_time_ns = g_writer_ns;
+    t.stalled_seals = g_stalled_seals;
     t.python_stacks = g_python_stacks;
     t.python_failures = g_python_failures;
     t.memory_samples = g_memory_samples;
     t.cupti_only_events = g_cupti_only_events;
     t.allocator_events = g_allocator_events;
     t.allocator_ignored = g_allocator_ignored;
-    if (WriteTrailer(&g_out, t)) WriteOut();
+    if (WriteTrailer(Out(), t)) g_sink.Write(Out()->data(), Out()->size());
+    Out()->Clear();
     g_sink.Close();
     if (!g_config.quiet && g_events > 0) {  // say where the trace went; a process that traced nothing stays silent
       char line[1024];
       FormatWroteLine(g_config.output_path, g_events, g_sink.bytes_written(), line, sizeof(line));
       Warn("%s", line);
     }
+    pthread_mutex_unlock(&g_io_lock);
   }
   pthread_mutex_unlock(&g_lock);
   --self.in_recorder;
@@ -703,10 +760,10 @@ void NoteOnce(format::NoticeCode code, const char* message) {
   uint32_t bit = 1u << (static_cast<uint32_t>(code) & 31);
   pthread_mutex_lock(&g_lock);
   if (g_state.load(std::memory_order_acquire) == kRunning && (g_notices_written & bit) == 0) {
-    if (WriteNotice(&g_out, static_cast<uint32_t>(code), message, NowNs())) {
+    if (WriteNotice(Out(), static_cast<uint32_t>(code), message, NowNs())) {
       g_notices_written |= bit;
     } else {
-      g_out.ClearError();
+      Out()->ClearError();
     }
   }
   pthread_mutex_unlock(&g_lock);
@@ -714,8 +771,8 @@ void NoteOnce(format::NoticeCode code, const char* message) {
 
 void NoteAllocatorAttached(const AllocatorAttachRecord& attach) {
   pthread_mutex_lock(&g_lock);
-  if (g_state.load(std::memory_order_acquire) == kRunning && !WriteAllocatorAttach(&g_out, attach)) {
-    g_out.ClearError();
+  if (g_state.load(std::memory_order_acquire) == kRunning && !WriteAllocatorAttach(Out(), attach)) {
+    Out()->ClearError();
   }
   pthread_mutex_unlock(&g_lock);
 }
@@ -746,7 +803,7 @@ void RecordPhase(uint32_t kind, const char* name, size_t name_size, uint64_t ran
     EnsureThreadLocked(self, thread_name);
     PhaseRecord r{LastSequence(), now, self.thread_index, kind, name, name_size,
                   range_id, domain};
-    if (!WritePhase(&g_out, r)) g_out.ClearError();
+    if (!WritePhase(Out(), r)) Out()->ClearError();
   } else if (state == kUninitialized) {
     if (self.thread_index == 0) {
       self.thread_index = g_next_thread_index++;
@@ -849,7 +906,7 @@ void Record(const CallRecord& call) {
     ev.thread = self.thread_index;
     // PyTorch completes most frees inside the same call that requested them: when nothing came between, the
     // request's row becomes one torch.free row (a third fewer rows in a training loop, no sequence number used).
-    EventRecord* last = g_batch_size > 0 ? &g_batch[g_batch_size - 1] : nullptr;
+    EventRecord* last = g_output.last_event();
     const bool merged = call.api == format::Api::kTorchFreeCompleted && last != nullptr &&
                         last->api == static_cast<uint16_t>(format::Api::kTorchFreeRequested) &&
                         last->address == ev.address && last->device == ev.device && last->thread == ev.thread &&
@@ -860,7 +917,7 @@ void Record(const CallRecord& call) {
       sample.time_ns = start_ns;
       sample.device = ev.device;
       sample.after_seq = ev.seq;
-      if (WriteMemorySample(&g_out, sample)) ++g_memory_samples; else g_out.ClearError();
+      if (WriteMemorySample(Out(), sample)) ++g_memory_samples; else Out()->ClearError();
     }
     if (ev.cupti_only && g_cupti_only_events++ == 0) {
       char message[96] = "first memory call seen only by CUPTI: ";
@@ -870,14 +927,18 @@ void Record(const CallRecord& call) {
       if (used + n >= sizeof(message)) n = sizeof(message) - 1 - used;
       memcpy(message + used, api, n);
       message[used + n] = '\0';
-      if (!WriteNotice(&g_out, static_cast<uint32_t>(format::NoticeCode::kCuptiOnlyEvent), message, start_ns)) {
-        g_out.ClearError();
+      if (!WriteNotice(Out(), static_cast<uint32_t>(format::NoticeCode::kCuptiOnlyEvent), message, start_ns)) {
+        Out()->ClearError();
       }
     }
     if (is_torch) ++g_allocator_events;
-    if (!merged) g_batch[g_batch_size++] = ev;
-    // A failed allocation often comes right before the process dies: get it to the file now.
-    if (g_batch_size == kBatchEvents || call.result != 0 || call.api == format::Api::kTorchOom) FlushLocked();
+    if (!merged) g_output.Append(ev);
+    if (call.result != 0 || call.api == format::Api::kTorchOom) {
+      FlushNowLocked();  // a failed allocation often comes right before the process dies: get it to the file now
+    } else if (g_output.batch_full()) {
+      SealLocked();  // the flush thread encodes and writes it
+      pthread_cond_signal(&g_flusher_wake);
+    }
     if (timing.total_weight != 0) g_recorder_ns += timing.total_weight * static_cast<uint64_t>(NowNs() - start_ns);
     if (clock_parts) {
       g_recorder_python_ns += timing.parts_weight * static_cast<uint64_t>(unwind_start_ns - python_start_ns);

@@ -352,6 +352,8 @@ bool WriteTrailer(ByteBuffer* out, const TrailerRecord& t) {
   e.Uint64(tf::kRecorderUnwindNs, t.recorder_unwind_ns);
   e.Uint64(tf::kRecorderLockWaitNs, t.recorder_lock_wait_ns);
   e.Uint64(tf::kRecorderStackNs, t.recorder_stack_ns);
+  e.Uint64(tf::kWriterTimeNs, t.writer_time_ns);
+  e.Uint64(tf::kStalledSeals, t.stalled_seals);
   return p.Finish();
 }
 

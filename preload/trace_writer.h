@@ -57,6 +57,8 @@ struct TrailerRecord {
   uint64_t recorder_lock_wait_ns;
   uint64_t recorder_stack_ns;
   uint64_t flushes;
+  uint64_t writer_time_ns;  // encoding and writing sealed units, on any thread
+  uint64_t stalled_seals;   // a thread of the program wrote the sealed units itself: every slot was taken
   uint64_t python_stacks;
   uint64_t python_failures;
   uint64_t memory_samples;

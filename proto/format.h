@@ -81,7 +81,7 @@ inline constexpr uint32_t kEvents = 1, kDroppedEvents = 2, kUnwindFailures = 3, 
                           kPythonFailures = 12, kMemorySamples = 13, kCuptiOnlyEvents = 14,
                           kAllocatorEvents = 15, kAllocatorIgnored = 16, kDroppedFrames = 17,
                           kRecorderPythonNs = 18, kRecorderUnwindNs = 19, kRecorderLockWaitNs = 20,
-                          kRecorderStackNs = 21;
+                          kRecorderStackNs = 21, kWriterTimeNs = 22, kStalledSeals = 23;
 }
 }  // namespace field
 

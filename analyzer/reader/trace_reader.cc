@@ -93,6 +93,8 @@ TrailerInfo Convert(const pb::Trailer& t) {
   out.recorder_unwind_ns = t.recorder_unwind_ns();
   out.recorder_lock_wait_ns = t.recorder_lock_wait_ns();
   out.recorder_stack_ns = t.recorder_stack_ns();
+  out.writer_time_ns = t.writer_time_ns();
+  out.stalled_seals = t.stalled_seals();
   return out;
 }
 

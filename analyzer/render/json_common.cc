@@ -208,6 +208,8 @@ void WriteHealth(JsonWriter& w, const Overview& o) {
   trailer_field("recorder_lock_wait_ns", t.recorder_lock_wait_ns);
   trailer_field("recorder_stack_ns", t.recorder_stack_ns);
   trailer_field("flushes", t.flushes);
+  trailer_field("writer_time_ns", t.writer_time_ns);
+  trailer_field("stalled_seals", t.stalled_seals);
   trailer_field("python_stacks", t.python_stacks);
   trailer_field("python_failures", t.python_failures);
   trailer_field("memory_samples", t.memory_samples);

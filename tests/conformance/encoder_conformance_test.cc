@@ -445,6 +445,8 @@ TEST_F(EncoderConformance, CuptiRowsAndNewTrailerCounters) {
   t.recorder_unwind_ns = 19;
   t.recorder_lock_wait_ns = 20;
   t.recorder_stack_ns = 21;
+  t.writer_time_ns = 22;
+  t.stalled_seals = 23;
   ASSERT_TRUE(WriteTrailer(&buffer_, t));
   const auto tr = OnlyPacket().trailer();
   EXPECT_EQ(tr.python_stacks(), 11u);
@@ -456,6 +458,8 @@ TEST_F(EncoderConformance, CuptiRowsAndNewTrailerCounters) {
   EXPECT_EQ(tr.recorder_unwind_ns(), 19u);
   EXPECT_EQ(tr.recorder_lock_wait_ns(), 20u);
   EXPECT_EQ(tr.recorder_stack_ns(), 21u);
+  EXPECT_EQ(tr.writer_time_ns(), 22u);
+  EXPECT_EQ(tr.stalled_seals(), 23u);
 }
 
 TEST_F(EncoderConformance, TorchAllocatorEventsAttachAndCounters) {

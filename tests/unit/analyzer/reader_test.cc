@@ -493,6 +493,8 @@ TEST(ReaderMetadata, EverythingArrivesInFileOrder) {
   EXPECT_EQ(r.trailer.recorder_unwind_ns, 2002u);
   EXPECT_EQ(r.trailer.recorder_lock_wait_ns, 2003u);
   EXPECT_EQ(r.trailer.recorder_stack_ns, 2004u);
+  EXPECT_EQ(r.trailer.writer_time_ns, 2005u);
+  EXPECT_EQ(r.trailer.stalled_seals, 2006u);
   EXPECT_TRUE(stats.has_trailer);
   EXPECT_FALSE(stats.truncated);
   EXPECT_EQ(stats.packets, 13u);

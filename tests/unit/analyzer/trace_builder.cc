@@ -273,6 +273,8 @@ TraceBuilder& TraceBuilder::Trailer(uint64_t events, int64_t end_time_ns) {
   t->set_recorder_lock_wait_ns(2003);
   t->set_recorder_stack_ns(2004);
   t->set_flushes(3);
+  t->set_writer_time_ns(2005);
+  t->set_stalled_seals(2006);
   return Packet(p);
 }
 

@@ -1,0 +1,70 @@
+#include "preload/output_queue.h"
+
+#include <sys/mman.h>
+
+namespace cumemtrace::preload {
+
+bool OutputQueue::Init(size_t packet_bytes) {
+  for (Unit& unit : units_) {
+    if (unit.packets.data() == nullptr && !unit.packets.Init(packet_bytes)) return false;
+    if (unit.events == nullptr) {
+      void* p = mmap(nullptr, kBatchEvents * sizeof(EventRecord), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) return false;
+      unit.events = static_cast<EventRecord*>(p);
+    }
+  }
+  return true;
+}
+
+EventRecord* OutputQueue::last_event() {
+  Unit& unit = open();
+  return unit.event_count > 0 ? &unit.events[unit.event_count - 1] : nullptr;
+}
+
+void OutputQueue::Append(const EventRecord& ev) {
+  Unit& unit = open();
+  unit.events[unit.event_count++] = ev;
+}
+
+bool OutputQueue::Seal(uint64_t complete_below) {
+  Unit& unit = open();
+  if (unit.event_count == 0 && unit.packets.size() == 0) return true;
+  const uint64_t tail = tail_.load(std::memory_order_relaxed);
+  if (tail - head_.load(std::memory_order_acquire) == kMaxSealed) return false;
+  unit.complete_below = complete_below;
+  // Release: the writer that reads the new tail sees the unit's contents.
+  tail_.store(tail + 1, std::memory_order_release);
+  return true;
+}
+
+bool OutputQueue::HasSealed() const {
+  return tail_.load(std::memory_order_acquire) != head_.load(std::memory_order_acquire);
+}
+
+OutputQueue::Unit* OutputQueue::Oldest() {
+  const uint64_t head = head_.load(std::memory_order_relaxed);
+  if (head == tail_.load(std::memory_order_acquire)) return nullptr;
+  return &units_[head % kUnits];
+}
+
+void OutputQueue::Pop() {
+  const uint64_t head = head_.load(std::memory_order_relaxed);
+  Empty(&units_[head % kUnits]);
+  // Release: the sealing thread that reads the new head finds the slot empty.
+  head_.store(head + 1, std::memory_order_release);
+}
+
+void OutputQueue::Empty(Unit* unit) {
+  unit->packets.Clear();
+  unit->event_count = 0;
+  unit->complete_below = 0;
+}
+
+void OutputQueue::Clear() {
+  for (Unit& unit : units_) Empty(&unit);
+  head_.store(0, std::memory_order_relaxed);
+  tail_.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace cumemtrace::preload

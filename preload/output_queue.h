@@ -1,0 +1,80 @@
+// Output on its way to the trace file, in units: the packets written since the previous unit (threads, devices,
+// notices, memory samples, strings, Python frames, stack nodes), then a batch of events.
+//
+// The threads that record fill the open unit under the recorder's lock and seal it when its batch is full; the flush
+// thread takes the sealed units oldest first, encodes their events and writes them, holding only the writer's lock.
+// So encoding a batch (~15-20 ns per event) and its write(2) no longer run on a thread of the program, under the
+// lock that every other allocating thread waits for; a slow disk stalls the flush thread, and the program only once
+// every sealed slot is taken (the sealing thread then writes the waiting units itself: the trace stays whole and in
+// order, never dropped).
+//
+// One producer side (the open unit's methods and Seal: callers hold the recorder's lock) and one consumer side
+// (Oldest and Pop: callers hold the writer's lock). The ring's two counters are all the two sides share.
+#ifndef CUMEMTRACE_PRELOAD_OUTPUT_QUEUE_H_
+#define CUMEMTRACE_PRELOAD_OUTPUT_QUEUE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <atomic>
+
+#include "preload/byte_buffer.h"
+#include "preload/event_record.h"
+
+namespace cumemtrace::preload {
+
+class OutputQueue {
+ public:
+  static constexpr size_t kBatchEvents = 8192;
+  // Sealed units that may wait for the writer. Two: one being written, one more filling behind it.
+  static constexpr size_t kMaxSealed = 2;
+
+  struct Unit {
+    ByteBuffer packets;
+    EventRecord* events = nullptr;  // kBatchEvents of them, mapped
+    size_t event_count = 0;
+    uint64_t complete_below = 0;  // the event batch's mark (sequence.h), taken when the unit was sealed
+  };
+
+  // Maps every unit's buffers (`packet_bytes` each to start with; they grow). Returns false if memory ran out.
+  // Idempotent.
+  bool Init(size_t packet_bytes);
+
+  // The open unit (the recorder's lock held).
+  ByteBuffer* packets() { return &open().packets; }
+  size_t event_count() const { return units_[tail_.load(std::memory_order_relaxed) % kUnits].event_count; }
+  bool batch_full() const { return event_count() == kBatchEvents; }
+  // The open batch's last event, or nullptr if it has none.
+  EventRecord* last_event();
+  // Appends to the open batch; the caller seals a full batch before appending again.
+  void Append(const EventRecord& ev);
+
+  // Moves the open unit, if it holds anything, behind the sealed ones and opens an empty one. Returns false, and
+  // changes nothing, when kMaxSealed units wait already: the caller writes them first.
+  bool Seal(uint64_t complete_below);
+  bool HasSealed() const;
+
+  // The oldest sealed unit, or nullptr (the writer's lock held). The writer may append to its packets.
+  Unit* Oldest();
+  // The oldest sealed unit has been written: its slot is free again.
+  void Pop();
+
+  // In a forked child, with every lock held: forgets everything buffered (it belongs to the parent).
+  void Clear();
+
+ private:
+  static constexpr size_t kUnits = kMaxSealed + 1;
+
+  Unit& open() { return units_[tail_.load(std::memory_order_relaxed) % kUnits]; }
+  static void Empty(Unit* unit);
+
+  Unit units_[kUnits];
+  // Units [head_, tail_) are sealed, oldest first; unit tail_ is the open one (indexes modulo kUnits). tail_ moves
+  // only under the recorder's lock, head_ only under the writer's.
+  std::atomic<uint64_t> head_{0};
+  std::atomic<uint64_t> tail_{0};
+};
+
+}  // namespace cumemtrace::preload
+
+#endif  // CUMEMTRACE_PRELOAD_OUTPUT_QUEUE_H_
