@@ -27,6 +27,7 @@ entry.
 Usage (on the GPU machine, from the repository root, the bundle from scripts/gpu-bundle.sh carried):
   python3 bench/torch_overhead.py --build gpu-build --out DIR [--turns 30] [--steps 10] [--configs issue,cpu]
       [--variants depth16,nopython,nostacks,old] [--old-preload PATH] [--replicas 4] [--cpus 2-5]
+      [--slow-disk-ms 50]   (every write(2) of a trace delayed: the writer shim from the bundle's fakes/)
 Writes DIR/torch_overhead.json (every mode) and DIR/torch_overhead.md (the tables, with each traced mode's overhead
 as a fraction of the history's and its bootstrap interval over turns).
   python3 bench/torch_overhead.py --table-from DIR/torch_overhead.json   (the tables again, anywhere)
@@ -81,6 +82,9 @@ def start(mode, replica, config, args, work, preload_for):
         cmd.append("--history")
     preload = preload_for(mode)
     if preload:
+        if args.slow_disk_ms > 0:  # the shim first: its write() is the one the preload calls
+            preload = f"{os.path.abspath(args.slow_write_lib)}:{preload}"
+            env["SLOW_WRITE_MS"] = str(args.slow_disk_ms)
         env.update({"LD_PRELOAD": preload, "CUMEMTRACE_OUTPUT": trace})
         env.update(VARIANTS.get(mode, {}))
     pin = (lambda: os.sched_setaffinity(0, args.cpus)) if args.cpus else None
@@ -274,6 +278,10 @@ def main():
     p.add_argument("--configs", default="issue,cpu")
     p.add_argument("--variants", default="")
     p.add_argument("--old-preload", default="")
+    p.add_argument("--slow-disk-ms", type=int, default=0,
+                   help="a slow disk: every write(2) of a trace first sleeps this long (tests/e2e/programs/"
+                        "slow_write.cc, preloaded before the preload)")
+    p.add_argument("--slow-write-lib", default="gpu-build/fakes/libe2e_slow_write.so")
     p.add_argument("--timeout", type=int, default=300)
     p.add_argument("--replicas", type=int, default=1, help="processes per mode (their differences are noise too)")
     p.add_argument("--cpus", type=cpu_list, default=set(), help="pin every mode's process to these CPUs, e.g. 2-5")

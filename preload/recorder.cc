@@ -510,11 +510,14 @@ void Start() {
       Out()->ClearError();
     }
   }
+  // Written now, on this thread: a trace file that exists always starts with its header, even in a forked child
+  // that ends with _exit before its flush thread wrote anything. The one write of the header the program waits for.
   FlushNowLocked();
   pthread_mutex_unlock(&g_lock);
   RefreshModules();
-  StartFlusher();
+  // Running before the flush thread starts: it leaves at any other state.
   g_state.store(kRunning, std::memory_order_release);
+  StartFlusher();
   pthread_mutex_unlock(&g_start_lock);
 }
 

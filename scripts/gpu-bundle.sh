@@ -6,18 +6,19 @@
 # The bundle (default gpu-build/, git-ignored) holds only what runs there, small enough to carry:
 #   preload/libcumemtrace.so, preload/libunwind.so.8, preload/libdw.so.1, preload/libelf.so.1,
 #   analyzer/cumem-analyze, analyzer/lib/*.so, fakes/libcuda.so.1 and fakes/libe2e_native_thread_plugin.so (the fake
-#   driver and a plugin that allocates from a C thread, for the suite's Python-frame tests)
+#   driver and a plugin that allocates from a C thread, for the suite's Python-frame tests), fakes/libe2e_slow_write.so
+#   (a slow disk for bench/torch_overhead.py --slow-disk-ms)
 # Then on that machine, carrying gpu-build: python3 -m pytest tests/gpu --build gpu-build --md $OUT/gpu-suite.md
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build-gpu}
 bundle=${2:-gpu-build}
 scripts/setup.sh "$build_dir" -DCUMEMTRACE_BUNDLE_LIBUNWIND=ON
-cmake --build "$build_dir" --target cumemtrace cumem-analyze fake_cuda e2e_native_thread_plugin
+cmake --build "$build_dir" --target cumemtrace cumem-analyze fake_cuda e2e_native_thread_plugin e2e_slow_write
 rm -rf "$bundle"
 mkdir -p "$bundle/preload" "$bundle/analyzer/lib" "$bundle/fakes"
 cp "$build_dir/tests/fakes/libcuda.so.1" "$build_dir/tests/e2e/programs/libe2e_native_thread_plugin.so" \
-  "$bundle/fakes/"
+  "$build_dir/tests/e2e/programs/libe2e_slow_write.so" "$bundle/fakes/"
 cp "$build_dir/preload/libcumemtrace.so" "$build_dir/preload/libunwind.so.8" "$bundle/preload/"
 # Found through the preload's RUNPATH $ORIGIN when it dlopens them (libelf first, so libdw's need is met by it).
 for lib in libdw.so.1 libelf.so.1; do

@@ -7,12 +7,17 @@
 //                               hold all of its events; no child may write, or take, the parent's trace).
 //   e2e_storm fork-storm <K>    4 threads churn while the main thread forks K children that allocate and _exit.
 //   e2e_storm deep <levels>     allocates (and leaks) 1 MiB from <levels> recursive calls deep below main().
+//   e2e_storm latency <N> <us>  one thread, N x (cuMemAlloc, cuMemFree) with a <us> microsecond sleep after each
+//                               pair; writes "<N> <first pair in ns> <slowest later pair in ns>" to latency.txt (the
+//                               slow-disk test: how long the program waited while the trace was written; the first
+//                               pair starts tracing, which writes the header).
 // Both write their own number of driver calls to count.txt (the untraced program's count).
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <thread>
@@ -152,16 +157,44 @@ __attribute__((noinline)) int Recurse(int levels) {
   return result + 1;
 }
 
+int64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+int Latency(int pairs, int sleep_us) {
+  E2E_CHECK_CU(cuInit(0));
+  int64_t first_ns = 0, slowest_ns = 0;
+  for (int k = 0; k < pairs; ++k) {
+    const int64_t start_ns = MonotonicNs();
+    CUdeviceptr p = 0;
+    E2E_CHECK_CU(cuMemAlloc(&p, static_cast<size_t>(k % 7 + 1) * 512));
+    E2E_CHECK_CU(cuMemFree(p));
+    const int64_t pair_ns = MonotonicNs() - start_ns;
+    if (k == 0) first_ns = pair_ns;
+    if (k > 0 && pair_ns > slowest_ns) slowest_ns = pair_ns;
+    if (sleep_us > 0) usleep(static_cast<useconds_t>(sleep_us));
+  }
+  FILE* f = fopen("latency.txt", "w");
+  E2E_CHECK(f != nullptr);
+  fprintf(f, "%d %lld %lld\n", pairs, static_cast<long long>(first_ns), static_cast<long long>(slowest_ns));
+  fclose(f);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc == 4 && strcmp(argv[1], "threads") == 0) return Threads(atoi(argv[2]), atoi(argv[3]));
   if (argc == 3 && strcmp(argv[1], "fork-first") == 0) return ForkFirst(atoi(argv[2]));
   if (argc == 3 && strcmp(argv[1], "fork-storm") == 0) return ForkStorm(atoi(argv[2]));
+  if (argc == 4 && strcmp(argv[1], "latency") == 0) return Latency(atoi(argv[2]), atoi(argv[3]));
   if (argc == 3 && strcmp(argv[1], "deep") == 0) {
     E2E_CHECK_CU(cuInit(0));
     return Recurse(atoi(argv[2])) == atoi(argv[2]) ? 0 : 1;
   }
-  fprintf(stderr, "usage: e2e_storm threads <threads> <iterations> | fork-first <children> | fork-storm <children>\n");
+  fprintf(stderr, "usage: e2e_storm threads <threads> <iterations> | fork-first <children> | fork-storm <children> | "
+                  "deep <levels> | latency <pairs> <sleep-us>\n");
   return 2;
 }
