@@ -68,7 +68,10 @@ def main():
             try:
                 outputs.append(model(val_x))  # ROW-MARK: validation-output
             except torch.OutOfMemoryError as e:
-                oom = {"step": step, "message": str(e).splitlines()[0][:500], "mono_ns": time.monotonic_ns()}
+                # Reserved as PyTorch left it at the raise: after its own retries, which may have released cached
+                # segments between the failed cudaMalloc calls (seen on an H200, run 13).
+                oom = {"step": step, "message": str(e).splitlines()[0][:500], "mono_ns": time.monotonic_ns(),
+                       "memory_reserved": torch.cuda.memory_reserved(device)}
                 break
             torch.cuda.synchronize(device)
             kept.append({"step": step, "mono_ns": time.monotonic_ns(),
