@@ -664,7 +664,9 @@ void FinishTrace() {
     t.cupti_only_events = g_cupti_only_events;
     t.allocator_events = g_allocator_events;
     t.allocator_ignored = g_allocator_ignored;
-    if (WriteTrailer(Out(), t)) g_sink.Write(Out()->data(), Out()->size());
+    if (WriteTrailer(Out(), t) && !g_sink.Write(Out()->data(), Out()->size()) && g_sink.failed()) {
+      NoteWriteFailureIoLocked(Out());  // as for any other packet: the file says why it has no trailer
+    }
     Out()->Clear();
     g_sink.Close();
     if (!g_config.quiet && g_events > 0) {  // say where the trace went; a process that traced nothing stays silent
