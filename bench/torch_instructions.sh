@@ -36,8 +36,8 @@ PARTS=(
   "cumemtrace::preload::CapturePythonStack(|  Python frames read from the interpreter"
   "cumemtrace::preload::PythonStackMemo::Intern(|  Python frames matched to the thread's previous stack"
   "cumemtrace::preload::SplicePythonFrames(|  Python frames spliced into the native stack"
-  "cumemtrace::preload::StackTable::Intern(|  stack interning"
-  "cumemtrace::preload::(anonymous namespace)::FlushLocked(|encoding and writing (flush, any thread)"
+  "cumemtrace::preload::(anonymous namespace)::WriteSealedIoLocked(|the writer: interning, encoding, writing (the flush thread, or a recording thread that must)"
+  "cumemtrace::preload::StackTable::Intern(|  stack interning (the writer's since the output queue)"
 )
 
 for pairs in "$PAIRS1" "$PAIRS2"; do

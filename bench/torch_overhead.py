@@ -21,8 +21,8 @@ in two model configurations: "issue" (6 layers x 512, batch 16 x 256: the step i
 host-side costs mostly hide behind it) and "cpu" (6 layers x 128, batch 2 x 64: the same allocations per step but
 tiny kernels, so the step is bound by the CPU and every host-side microsecond shows). For traced runs it also reads
 the trace's trailer: ns per trace row spent in the preload (recorder_time_ns / events) and its parts (reading Python
-frames, unwinding, waiting for the lock, interning the stack), rows, allocator entries and file bytes per allocator
-entry.
+frames, unwinding, waiting for the lock, composing the stack), the writer's time apart, rows, allocator entries and
+file bytes per allocator entry.
 
 Usage (on the GPU machine, from the repository root, the bundle from scripts/gpu-bundle.sh carried):
   python3 bench/torch_overhead.py --build gpu-build --out DIR [--turns 30] [--steps 10] [--configs issue,cpu]
@@ -256,8 +256,9 @@ def table(results, configs, modes):
         if parted:
             lines.append("\nWhere the preload's time goes, ns per trace row, medians of the processes (trailer; the parts "
                          "are estimated on other events than the total, and each holds one clock read):\n")
-            lines.append("| mode | all | Python frames | unwinding | lock wait | stack interning | rest | "
-                         "writing the trace (on the flush thread, but for stalls) | stalled seals (all processes) |")
+            lines.append("| mode | all | Python frames | unwinding | lock wait | stack (Python ids, splicing; interning "
+                         "before the output queue) | rest | writer: interning, encoding, writing (the flush thread, "
+                         "but for stalls; 0 before the output queue) | stalled seals (all processes) |")
             lines.append("|---|---|---|---|---|---|---|---|---|")
             for mode in parted:
                 r = by_mode[mode]

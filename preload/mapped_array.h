@@ -36,6 +36,14 @@ class MappedArray {
     return true;
   }
 
+  // Appends `n` values; returns false if memory ran out (nothing is added).
+  bool Append(const T* values, size_t n) {
+    if (size_ + n > capacity_ && !Reserve(size_ + n > 2 * capacity_ ? size_ + n : 2 * capacity_)) return false;
+    memcpy(static_cast<void*>(data_ + size_), values, n * sizeof(T));
+    size_ += n;
+    return true;
+  }
+
   void Clear() { size_ = 0; }
 
   bool Reserve(size_t n) {

@@ -27,6 +27,19 @@ void OutputQueue::Append(const EventRecord& ev) {
   unit.events[unit.event_count++] = ev;
 }
 
+uint64_t OutputQueue::KeepStack(const uint64_t* frames, int count) {
+  if (count <= 0) return 0;
+  MappedArray<uint64_t>& stacks = open().stacks;
+  const size_t offset = stacks.size();
+  const uint64_t header = static_cast<uint64_t>(count);
+  if (!stacks.Append(&header, 1)) return 0;
+  if (!stacks.Append(frames, static_cast<size_t>(count))) {
+    stacks.Resize(offset);
+    return 0;
+  }
+  return offset + 1;
+}
+
 bool OutputQueue::Seal(uint64_t complete_below) {
   Unit& unit = open();
   if (unit.event_count == 0 && unit.packets.size() == 0) return true;
@@ -59,6 +72,7 @@ void OutputQueue::Empty(Unit* unit) {
   unit->packets.Clear();
   unit->event_count = 0;
   unit->complete_below = 0;
+  unit->stacks.Clear();
 }
 
 void OutputQueue::Clear() {

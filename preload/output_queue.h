@@ -1,10 +1,11 @@
 // Output on its way to the trace file, in units: the packets written since the previous unit (threads, devices,
-// notices, memory samples, strings, Python frames, stack nodes), then a batch of events.
+// notices, memory samples, strings, Python frames), then a batch of events with their stacks as frames.
 //
 // The threads that record fill the open unit under the recorder's lock and seal it when its batch is full; the flush
-// thread takes the sealed units oldest first, encodes their events and writes them, holding only the writer's lock.
-// So encoding a batch (~15-20 ns per event) and its write(2) no longer run on a thread of the program, under the
-// lock that every other allocating thread waits for; a slow disk stalls the flush thread, and the program only once
+// thread takes the sealed units oldest first, interns their stacks (adding stack node packets), encodes their events
+// and writes them, holding only the writer's lock. So interning (a lookup and a comparison of a cached copy, in
+// memory the program's own work keeps evicting), encoding a batch (~15-20 ns per event) and its write(2) no longer
+// run on a thread of the program, under the lock that every other allocating thread waits for; a slow disk stalls the flush thread, and the program only once
 // every sealed slot is taken (the sealing thread then writes the waiting units itself: the trace stays whole and in
 // order, never dropped).
 //
@@ -20,6 +21,7 @@
 
 #include "preload/byte_buffer.h"
 #include "preload/event_record.h"
+#include "preload/mapped_array.h"
 
 namespace cumemtrace::preload {
 
@@ -34,6 +36,9 @@ class OutputQueue {
     EventRecord* events = nullptr;  // kBatchEvents of them, mapped
     size_t event_count = 0;
     uint64_t complete_below = 0;  // the event batch's mark (sequence.h), taken when the unit was sealed
+    // The events' stacks, not yet interned: per stack its frame count, then its frames (innermost first). Until
+    // the writer interns them, an event's `stack` is 1 + the offset of its stack here (0: none).
+    MappedArray<uint64_t> stacks;
   };
 
   // Maps every unit's buffers (`packet_bytes` each to start with; they grow). Returns false if memory ran out.
@@ -48,6 +53,9 @@ class OutputQueue {
   EventRecord* last_event();
   // Appends to the open batch; the caller seals a full batch before appending again.
   void Append(const EventRecord& ev);
+  // Keeps a stack of the open unit for the writer to intern; returns what the event's `stack` holds until then
+  // (1 + its offset), or 0 if memory ran out (the event then has no stack, as when interning fails).
+  uint64_t KeepStack(const uint64_t* frames, int count);
 
   // Moves the open unit, if it holds anything, behind the sealed ones and opens an empty one. Returns false, and
   // changes nothing, when kMaxSealed units wait already: the caller writes them first.

@@ -69,7 +69,7 @@ pthread_cond_t g_flusher_wake = PTHREAD_COND_INITIALIZER;
 Config g_config;
 Sink g_sink;                    // under g_io_lock
 OutputQueue g_output;           // its open unit under g_lock, its sealed ones under g_io_lock (output_queue.h)
-StackTable g_stacks;
+StackTable g_stacks;            // under g_io_lock: the writer interns the stacks the recording threads kept
 StringTable g_strings;          // every string id of the trace
 PythonFrameTable g_python_frames;
 bool g_python_notice_written = false;
@@ -99,7 +99,7 @@ uint64_t g_recorder_ns = 0;
 uint64_t g_recorder_python_ns = 0;     // reading the thread's Python frames
 uint64_t g_recorder_unwind_ns = 0;     // the native unwind
 uint64_t g_recorder_lock_wait_ns = 0;  // waiting for g_lock
-uint64_t g_recorder_stack_ns = 0;      // Python frame ids, splicing and interning the stack
+uint64_t g_recorder_stack_ns = 0;      // Python frame ids, splicing, keeping the stack for the writer
 uint64_t g_flushes = 0;        // units written (under g_io_lock)
 uint64_t g_writer_ns = 0;       // encoding sealed units' events and writing them, on any thread (under g_io_lock)
 uint64_t g_stalled_seals = 0;   // a recording thread found every sealed slot taken and wrote them itself
@@ -179,6 +179,22 @@ void WriteSealedIoLocked() {
   while (OutputQueue::Unit* unit = g_output.Oldest()) {
     const int64_t start_ns = NowNs();
     ByteBuffer* out = &unit->packets;
+    // The stacks, interned here rather than under g_lock on the thread that allocated (hashing and comparing
+    // cached stacks that the program's own work has pushed out of the caches); the nodes they add go before the
+    // events that name them.
+    for (size_t i = 0; i < unit->event_count; ++i) {
+      EventRecord& ev = unit->events[i];
+      if (ev.stack == 0) continue;
+      const uint64_t* kept = &unit->stacks[ev.stack - 1];
+      ev.stack = g_stacks.Intern(reinterpret_cast<const uintptr_t*>(kept + 1), static_cast<int>(kept[0]));
+    }
+    if (g_stacks.first_pending() < g_stacks.next_id()) {
+      if (WriteStackNodes(out, g_stacks, g_stacks.first_pending(), g_stacks.next_id())) {
+        g_stacks.MarkWritten();
+      } else {
+        out->ClearError();
+      }
+    }
     if (unit->event_count > 0) {
       if (WriteEventBatch(out, unit->events, unit->event_count, unit->complete_below)) {
         g_events += unit->event_count;
@@ -197,19 +213,13 @@ void WriteSealedIoLocked() {
   }
 }
 
-// Writes pending table entries (strings before the Python frames that name them, Python frames before the stack
-// nodes that name them) into the open unit and seals it, for the flush thread to write. Called with g_lock held.
-// When every sealed slot is taken (no flush thread, or a disk slower than the program), writes them first itself.
+// Writes pending table entries (strings before the Python frames that name them; Python frames before the stack
+// nodes that name them, which the writer adds) into the open unit and seals it, for the flush thread to write.
+// Called with g_lock held. When every sealed slot is taken (no flush thread, or a disk slower than the program),
+// writes them first itself.
 void SealLocked() {
   if (!g_strings.WritePending(Out())) Out()->ClearError();
   if (g_python_frames.HasPending() && !g_python_frames.WritePending(Out())) Out()->ClearError();
-  if (g_stacks.first_pending() < g_stacks.next_id()) {
-    if (WriteStackNodes(Out(), g_stacks, g_stacks.first_pending(), g_stacks.next_id())) {
-      g_stacks.MarkWritten();
-    } else {
-      Out()->ClearError();
-    }
-  }
   // Under g_lock, after the batch's last append: the reader may release every event numbered below the mark.
   if (g_output.Seal(CompleteBelow())) return;
   ++g_stalled_seals;
@@ -635,7 +645,9 @@ void FinishTrace() {
     pthread_cond_signal(&g_flusher_wake);
     StopTracing();  // events from destructors that run after this one are not recorded
     FlushNowLocked();
+    pthread_mutex_lock(&g_io_lock);  // g_stacks is the writer's
     WriteSymbolTable(Out(), g_stacks, g_modules, &g_strings);
+    pthread_mutex_unlock(&g_io_lock);
     FlushNowLocked();
     // The queue is empty and stays so (g_lock is held): the trailer goes straight to the sink, with the counters
     // of every unit written.
@@ -906,7 +918,8 @@ void Record(const CallRecord& call) {
     static uintptr_t frames[kMaxStackDepth + kMaxPythonFrames + 1];
     int frame_count = ComposeStackLocked(self.thread_index, pcs, depth, python_capture, python, frames,
                                          static_cast<int>(sizeof(frames) / sizeof(frames[0])));
-    ev.stack = g_stacks.Intern(frames, frame_count);
+    static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "stacks are kept as 64-bit words");
+    ev.stack = g_output.KeepStack(reinterpret_cast<const uint64_t*>(frames), frame_count);
     const int64_t interned_ns = clock_parts ? NowNs() : 0;
     ev.thread = self.thread_index;
     // PyTorch completes most frees inside the same call that requested them: when nothing came between, the

@@ -1,5 +1,6 @@
 // Interns native stacks as a prefix tree of program counters, so an event carries one stack id and each distinct
-// call path is written once (as StackNodes packets). Not thread-safe: the recorder calls it under its lock.
+// call path is written once (as StackNodes packets). Not thread-safe: the writer calls it under its lock (the
+// recording threads only keep each stack's frames for it: output_queue.h).
 //
 // Two hash tables: (parent, pc) -> node for building the tree, and a whole-stack cache (hash of all pcs -> a flat
 // copy of the stack and its innermost node) so that a stack seen before costs one lookup and one comparison of
