@@ -22,6 +22,19 @@ EventRecord Event(uint64_t seq) {
 class OutputQueueTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(queue_.Init(4096)); }
+
+  // The oldest sealed unit holds `packet_bytes` of packets, then events numbered `seqs`, with mark `complete_below`;
+  // it is then written (popped).
+  void ExpectOldestThenPop(size_t packet_bytes, const std::vector<uint64_t>& seqs, uint64_t complete_below) {
+    OutputQueue::Unit* unit = queue_.Oldest();
+    ASSERT_NE(unit, nullptr);
+    EXPECT_EQ(unit->packets.size(), packet_bytes);
+    ASSERT_EQ(unit->event_count, seqs.size());
+    for (size_t i = 0; i < seqs.size(); ++i) EXPECT_EQ(unit->events[i].seq, seqs[i]);
+    EXPECT_EQ(unit->complete_below, complete_below);
+    queue_.Pop();
+  }
+
   OutputQueue queue_;
 };
 
@@ -45,23 +58,41 @@ TEST_F(OutputQueueTest, SealedUnitsComeOutOldestFirstWithTheirContents) {
   ASSERT_TRUE(queue_.Seal(4));
   EXPECT_TRUE(queue_.HasSealed());
 
-  OutputQueue::Unit* first = queue_.Oldest();
-  ASSERT_NE(first, nullptr);
-  EXPECT_EQ(first->packets.size(), 2u);
-  EXPECT_EQ(first->event_count, 2u);
-  EXPECT_EQ(first->events[1].seq, 2u);
-  EXPECT_EQ(first->complete_below, 3u);
-  queue_.Pop();
-
-  OutputQueue::Unit* second = queue_.Oldest();
-  ASSERT_NE(second, nullptr);
-  EXPECT_EQ(second->packets.size(), 0u);
-  EXPECT_EQ(second->event_count, 1u);
-  EXPECT_EQ(second->events[0].seq, 3u);
-  EXPECT_EQ(second->complete_below, 4u);
-  queue_.Pop();
+  ExpectOldestThenPop(2, {1, 2}, 3);
+  ExpectOldestThenPop(0, {3}, 4);
   EXPECT_FALSE(queue_.HasSealed());
   EXPECT_EQ(queue_.Oldest(), nullptr);
+}
+
+// Each unit keeps its own stacks (count, then frames) for the writer; a written unit's slot starts empty again.
+TEST_F(OutputQueueTest, KeptStacksTravelWithTheirUnit) {
+  const uint64_t a[] = {0x30, 0x20, 0x10};
+  const uint64_t b[] = {0x31};
+  EXPECT_EQ(queue_.KeepStack(a, 0), 0u);  // no frames: no stack
+  const uint64_t ref_a = queue_.KeepStack(a, 3);
+  const uint64_t ref_b = queue_.KeepStack(b, 1);
+  EXPECT_EQ(ref_a, 1u);  // 1 + offset
+  EXPECT_EQ(ref_b, 5u);
+  queue_.Append(Event(1));
+  ASSERT_TRUE(queue_.Seal(2));
+  const uint64_t ref_c = queue_.KeepStack(b, 1);
+  EXPECT_EQ(ref_c, 1u);  // the next unit's stacks start at its own offset 0
+
+  OutputQueue::Unit* unit = queue_.Oldest();
+  ASSERT_NE(unit, nullptr);
+  ASSERT_EQ(unit->stacks.size(), 6u);
+  EXPECT_EQ(unit->stacks[ref_a - 1], 3u);
+  EXPECT_EQ(unit->stacks[ref_a], 0x30u);
+  EXPECT_EQ(unit->stacks[ref_a + 2], 0x10u);
+  EXPECT_EQ(unit->stacks[ref_b - 1], 1u);
+  EXPECT_EQ(unit->stacks[ref_b], 0x31u);
+  queue_.Pop();
+  for (int i = 0; i < 2; ++i) {  // round the ring back to the first slot: empty
+    queue_.Append(Event(2 + i));
+    ASSERT_TRUE(queue_.Seal(3 + i));
+    queue_.Pop();
+  }
+  EXPECT_EQ(queue_.KeepStack(a, 3), 1u);
 }
 
 TEST_F(OutputQueueTest, AnEmptyOpenUnitIsNotSealed) {
