@@ -172,9 +172,9 @@ void NoteWriteFailureIoLocked(ByteBuffer* scratch) {
   }
 }
 
-// Encodes the events of the sealed units, oldest first, after each unit's packets, and writes them. Called with
-// g_io_lock held; by the flush thread, or by a recording thread that must not wait for it (a failed allocation,
-// start and exit, every sealed slot taken).
+// Interns the stacks and encodes the events of the sealed units, oldest first, after each unit's packets, and
+// writes them. Called with g_io_lock held; by the flush thread, or by a recording thread that must not wait for it
+// (a failed allocation, start and exit, every sealed slot taken).
 void WriteSealedIoLocked() {
   while (OutputQueue::Unit* unit = g_output.Oldest()) {
     const int64_t start_ns = NowNs();
