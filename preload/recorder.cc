@@ -920,7 +920,7 @@ void Record(const CallRecord& call) {
                                          static_cast<int>(sizeof(frames) / sizeof(frames[0])));
     static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "stacks are kept as 64-bit words");
     ev.stack = g_output.KeepStack(reinterpret_cast<const uint64_t*>(frames), frame_count);
-    const int64_t interned_ns = clock_parts ? NowNs() : 0;
+    const int64_t composed_ns = clock_parts ? NowNs() : 0;
     ev.thread = self.thread_index;
     // PyTorch completes most frees inside the same call that requested them: when nothing came between, the
     // request's row becomes one torch.free row (a third fewer rows in a training loop, no sequence number used).
@@ -962,7 +962,7 @@ void Record(const CallRecord& call) {
       g_recorder_python_ns += timing.parts_weight * static_cast<uint64_t>(unwind_start_ns - python_start_ns);
       g_recorder_unwind_ns += timing.parts_weight * static_cast<uint64_t>(unwind_end_ns - unwind_start_ns);
       g_recorder_lock_wait_ns += timing.parts_weight * static_cast<uint64_t>(locked_ns - unwind_end_ns);
-      g_recorder_stack_ns += timing.parts_weight * static_cast<uint64_t>(interned_ns - locked_ns);
+      g_recorder_stack_ns += timing.parts_weight * static_cast<uint64_t>(composed_ns - locked_ns);
     }
   } else {
     g_dropped.fetch_add(1, std::memory_order_relaxed);
