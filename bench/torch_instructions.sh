@@ -36,6 +36,7 @@ PARTS=(
   "cumemtrace::preload::CapturePythonStack(|  Python frames read from the interpreter"
   "cumemtrace::preload::PythonStackMemo::Intern(|  Python frames matched to the thread's previous stack"
   "cumemtrace::preload::SplicePythonFrames(|  Python frames spliced into the native stack"
+  "cumemtrace::preload::(anonymous namespace)::SealLocked(|  sealing full batches, and writing them when both queue slots wait (valgrind runs one thread at a time, so such stalls can land here; read the recorder less this line)"
   "cumemtrace::preload::(anonymous namespace)::WriteSealedIoLocked(|the writer: interning, encoding, writing (the flush thread, or a recording thread that must)"
   "cumemtrace::preload::StackTable::Intern(|  stack interning (the writer's since the output queue)"
 )

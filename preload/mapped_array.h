@@ -30,7 +30,7 @@ class MappedArray {
   // array resized a little at a time (the stack cache's copies, the string table's characters) would otherwise
   // take an mremap every page.
   bool Resize(size_t n) {
-    if (n > capacity_ && !Reserve(n > 2 * capacity_ ? n : 2 * capacity_)) return false;
+    if (!GrowTo(n)) return false;
     if (n > size_) memset(static_cast<void*>(data_ + size_), 0, (n - size_) * sizeof(T));
     size_ = n;
     return true;
@@ -38,7 +38,7 @@ class MappedArray {
 
   // Appends `n` values; returns false if memory ran out (nothing is added).
   bool Append(const T* values, size_t n) {
-    if (size_ + n > capacity_ && !Reserve(size_ + n > 2 * capacity_ ? size_ + n : 2 * capacity_)) return false;
+    if (!GrowTo(size_ + n)) return false;
     memcpy(static_cast<void*>(data_ + size_), values, n * sizeof(T));
     size_ += n;
     return true;
@@ -66,6 +66,9 @@ class MappedArray {
   }
 
  private:
+  // Capacity for `n` elements, growing the mapping at least twofold.
+  bool GrowTo(size_t n) { return n <= capacity_ || Reserve(n > 2 * capacity_ ? n : 2 * capacity_); }
+
   static size_t RoundUp(size_t bytes) { return (bytes + 4095) & ~static_cast<size_t>(4095); }
 
   T* data_ = nullptr;
