@@ -87,8 +87,16 @@ def start(mode, replica, config, args, work, preload_for):
             env["SLOW_WRITE_MS"] = str(args.slow_disk_ms)
         env.update({"LD_PRELOAD": preload, "CUMEMTRACE_OUTPUT": trace})
         env.update(VARIANTS.get(mode, {}))
-    pin = (lambda: os.sched_setaffinity(0, args.cpus)) if args.cpus else None
-    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=pin,
+    if args.hash_seed is not None:
+        env["PYTHONHASHSEED"] = str(args.hash_seed)
+
+    def before_exec():
+        if args.cpus:
+            os.sched_setaffinity(0, args.cpus)
+        if args.no_aslr:  # personality(ADDR_NO_RANDOMIZE): every process of a mode gets the same layout
+            import ctypes
+            ctypes.CDLL(None, use_errno=True).personality(0x0040000)
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=before_exec,
                             stderr=open(os.path.join(folder, "stderr.txt"), "w"), text=True)
     return {"mode": mode, "replica": replica, "config": config, "proc": proc, "truth": truth, "trace": trace if preload else None,
             "times": [], "round_medians": [], "round_cpu_medians": [], "ok": True}
@@ -239,6 +247,15 @@ def table(results, configs, modes):
             processes = f"{r['replicas']}: " + ", ".join(f"{x:.2f}" for x in r["replica_medians_ms"])
             lines.append(f"| {mode} | {r['median_ms']:.2f} | {r['steps']} | {processes} | "
                          f"{100 * overhead[mode]:+.1f} % | {spread} | {extra} |")
+        lines.append("")
+        for mode in modes:
+            r = by_mode.get(mode)
+            if r is not None and r["replicas"] >= 2:
+                medians = r["replica_medians_ms"]
+                centre = statistics.median(medians)
+                lines.append(f"- {mode}: its {r['replicas']} processes' medians spread "
+                             f"{100 * (max(medians) - min(medians)) / centre:.1f} % of their median, standard "
+                             f"deviation {100 * statistics.stdev(medians) / centre:.1f} %")
         if "history" in overhead and "cumem" in overhead and overhead["history"] > 0:
             lines.append(f"\ncumemtrace's overhead / history's (medians of all steps): "
                          f"{overhead['cumem'] / overhead['history']:.2f}\n")
@@ -270,6 +287,34 @@ def table(results, configs, modes):
     return "\n".join(lines) + "\n"
 
 
+def run_wave(config, wave, modes, args, work, preload_for):
+    """One wave: --replicas processes per mode, started together, given their turns, ended; returns their
+    results. Waves run one after another, so that more processes than the machine holds at once can be counted."""
+    workers = [start(mode, wave * args.replicas + replica, config, args, work, preload_for)
+               for replica in range(args.replicas) for mode in modes]
+    for w in workers:
+        if w["proc"].stdout.readline().strip() != "ready":
+            w["ok"] = False
+    for turn in range(args.turns):
+        # Every process once per turn, in an order that rotates: drift on the machine falls on all alike.
+        for k in range(len(workers)):
+            w = workers[(k + turn) % len(workers)]
+            reply = ask(w, f"run {args.steps}")
+            if reply and turn > 0:
+                reply = json.loads(reply)
+                w["times"].extend(reply["times_ms"])
+                w["round_medians"].append(statistics.median(reply["times_ms"]))
+                w["round_cpu_medians"].append(statistics.median(reply["cpu_ms"]))
+    results = []
+    for w in workers:
+        r = finish(w, args)
+        results.append(r)
+        print(json.dumps({k: v for k, v in r.items()
+                          if k not in ("round_medians_ms", "round_cpu_medians_ms", "times_ms", "workload")}),
+              flush=True)
+    return results
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--build", default="gpu-build")
@@ -285,7 +330,17 @@ def main():
     p.add_argument("--slow-write-lib", default="gpu-build/fakes/libe2e_slow_write.so")
     p.add_argument("--timeout", type=int, default=300)
     p.add_argument("--replicas", type=int, default=1, help="processes per mode (their differences are noise too)")
+    p.add_argument("--waves", type=int, default=1,
+                   help="run the --replicas processes per mode this many times, one wave after another: processes "
+                        "differ by 3 %% of the step, so the ratio's interval narrows only with more of them (run 14)")
     p.add_argument("--cpus", type=cpu_list, default=set(), help="pin every mode's process to these CPUs, e.g. 2-5")
+    p.add_argument("--modes", default="plain,history,cumem",
+                   help="the modes to run before the --variants (an A/A test of the noise: plain alone)")
+    p.add_argument("--hash-seed", type=int, default=None,
+                   help="PYTHONHASHSEED for every process (the same dict layouts in every mode)")
+    p.add_argument("--no-aslr", action="store_true",
+                   help="no address-space randomization: every process of a mode gets one layout (a diagnosis of "
+                        "the noise between processes, not a fair comparison of modes: the preload moves the layout)")
     p.add_argument("--table-from", default="", help="only print the tables of an earlier run's torch_overhead.json")
     args = p.parse_args()
     if args.table_from:
@@ -305,31 +360,12 @@ def main():
         return os.path.abspath(args.old_preload) if mode == "old" else preload
 
     configs = [c for c in args.configs.split(",") if c]
-    modes = ["plain", "history", "cumem"] + [v for v in args.variants.split(",") if v]
+    modes = [m for m in args.modes.split(",") if m] + [v for v in args.variants.split(",") if v]
     work = os.path.join(args.out, "work")
     results = []
     for config in configs:
-        workers = [start(mode, replica, config, args, work, preload_for)
-                   for replica in range(args.replicas) for mode in modes]
-        for w in workers:
-            if w["proc"].stdout.readline().strip() != "ready":
-                w["ok"] = False
-        for turn in range(args.turns):
-            # Every process once per turn, in an order that rotates: drift on the machine falls on all alike.
-            for k in range(len(workers)):
-                w = workers[(k + turn) % len(workers)]
-                reply = ask(w, f"run {args.steps}")
-                if reply and turn > 0:
-                    reply = json.loads(reply)
-                    w["times"].extend(reply["times_ms"])
-                    w["round_medians"].append(statistics.median(reply["times_ms"]))
-                    w["round_cpu_medians"].append(statistics.median(reply["cpu_ms"]))
-        for w in workers:
-            r = finish(w, args)
-            results.append(r)
-            print(json.dumps({k: v for k, v in r.items()
-                              if k not in ("round_medians_ms", "round_cpu_medians_ms", "times_ms", "workload")}),
-                  flush=True)
+        for wave in range(args.waves):
+            results += run_wave(config, wave, modes, args, work, preload_for)
     with open(os.path.join(args.out, "torch_overhead.json"), "w") as f:
         json.dump(results, f, indent=1)
     md = table(results, configs, modes)

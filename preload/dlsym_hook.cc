@@ -25,10 +25,10 @@ void* DlsymWithHandle(void* handle, const char* symbol) {
 }  // namespace cumemtrace::preload
 
 extern "C" {
-__attribute__((visibility("hidden"))) void* cumemtrace_dlsym_with_handle(void* handle, const char* symbol) {
+__attribute__((visibility("hidden"), used)) void* cumemtrace_dlsym_with_handle(void* handle, const char* symbol) {
   return cumemtrace::preload::DlsymWithHandle(handle, symbol);
 }
-__attribute__((visibility("hidden"))) void* cumemtrace_real_dlsym() {
+__attribute__((visibility("hidden"), used)) void* cumemtrace_real_dlsym() {
   return reinterpret_cast<void*>(cumemtrace::preload::RealDlsym());
 }
 }
