@@ -9,7 +9,10 @@ between one-mode-per-process runs minutes apart) falls on every mode alike; shor
 modes closely in time. The first turn is a warm-up. With --cpus every process is pinned to the same CPUs (only one
 runs at a time), so that no mode gains or loses by the cores the scheduler happens to give it. Reported: the median
 ms per step over all counted steps, the ratio to untraced turn by turn (median, min-max), and each traced mode's
-overhead as a fraction of the history's from the turns' paired differences, with a bootstrap interval.
+overhead as a fraction of the history's from the turns' paired differences, with a bootstrap interval. Identical
+processes differ by ~3 % of the step for their whole life (not their hash seed, not their layout: run 14's A/A test),
+so the interval narrows only with more processes: --waves runs groups of --replicas processes per mode one after
+another, and the bootstrap resamples processes within their wave (run 14: 56 per mode for +-0.07).
 
   plain      untraced
   history    torch.cuda.memory._record_memory_history(stacks="python")
@@ -26,7 +29,7 @@ file bytes per allocator entry.
 
 Usage (on the GPU machine, from the repository root, the bundle from scripts/gpu-bundle.sh carried):
   python3 bench/torch_overhead.py --build gpu-build --out DIR [--turns 30] [--steps 10] [--configs issue,cpu]
-      [--variants depth16,nopython,nostacks,old] [--old-preload PATH] [--replicas 4] [--cpus 2-5]
+      [--variants depth16,nopython,nostacks,old] [--old-preload PATH] [--replicas 4] [--waves 4] [--cpus 2-5]
       [--slow-disk-ms 50]   (every write(2) of a trace delayed: the writer shim from the bundle's fakes/)
 Writes DIR/torch_overhead.json (every mode) and DIR/torch_overhead.md (the tables, with each traced mode's overhead
 as a fraction of the history's and its bootstrap interval over turns).
@@ -67,7 +70,7 @@ def cpu_list(text):
     return cpus
 
 
-def start(mode, replica, config, args, work, preload_for):
+def start(mode, replica, config, args, work, preload_for, wave=0):
     """Starts one process of a mode as a server (it warms up, then runs steps on request)."""
     folder = os.path.join(work, f"{config}-{mode}-{replica}")
     os.makedirs(folder, exist_ok=True)
@@ -98,7 +101,8 @@ def start(mode, replica, config, args, work, preload_for):
             ctypes.CDLL(None, use_errno=True).personality(0x0040000)
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=before_exec,
                             stderr=open(os.path.join(folder, "stderr.txt"), "w"), text=True)
-    return {"mode": mode, "replica": replica, "config": config, "proc": proc, "truth": truth, "trace": trace if preload else None,
+    return {"mode": mode, "replica": replica, "wave": wave, "config": config, "proc": proc, "truth": truth,
+            "trace": trace if preload else None,
             "times": [], "round_medians": [], "round_cpu_medians": [], "ok": True}
 
 
@@ -124,7 +128,8 @@ def finish(w, args):
         w["proc"].wait(timeout=args.timeout)
     except subprocess.TimeoutExpired:
         w["proc"].kill()
-    result = {"mode": w["mode"], "replica": w["replica"], "config": w["config"], "exit": w["proc"].returncode,
+    result = {"mode": w["mode"], "replica": w["replica"], "wave": w["wave"], "config": w["config"],
+              "exit": w["proc"].returncode,
               "steps": len(w["times"]), "round_medians_ms": w["round_medians"],
               "round_cpu_medians_ms": w["round_cpu_medians"]}
     if w["times"]:
@@ -170,7 +175,8 @@ def merge_replicas(results, config):
         times = [t for r in runs for t in r.get("times_ms", [])]
         m = {"mode": mode, "replicas": len(runs), "steps": sum(r["steps"] for r in runs),
              "median_ms": statistics.median(times) if times else statistics.median(r["median_ms"] for r in runs),
-             "replica_medians_ms": [r["median_ms"] for r in runs], "replica_turns": {}}
+             "replica_medians_ms": [r["median_ms"] for r in runs], "replica_turns": {},
+             "replica_waves": [r.get("wave", 0) for r in runs]}
         for key in ("round_medians_ms", "round_cpu_medians_ms"):
             lists = [r.get(key) or [] for r in runs]
             n = min(len(x) for x in lists)
@@ -196,7 +202,15 @@ def overhead_ratio_interval(by_mode, mode, key="round_medians_ms", resamplings=2
     mode, its processes: identical untraced processes on the GPU machine differed by 3 to 6 % for a minute at a
     time (docs/performance.md, run 11), a bias no number of turns of one process averages out. key: the turns'
     wall times, or (round_cpu_medians_ms) the CPU time of the process's threads."""
-    reps = {m: by_mode[m]["replica_turns"][key] for m in ("plain", "history", mode)}
+    compared = ("plain", "history", mode)
+    # Only the waves that ran all three modes (a variant may have run in fewer of them): each mode then has the
+    # same processes per wave, and a wave's drift cancels in the differences.
+    common = set.intersection(*(set(by_mode[m]["replica_waves"]) for m in compared))
+    kept = {m: [i for i, w in enumerate(by_mode[m]["replica_waves"]) if w in common] for m in compared}
+    reps = {m: [by_mode[m]["replica_turns"][key][i] for i in kept[m]] for m in compared}
+    waves_of = {m: [by_mode[m]["replica_waves"][i] for i in kept[m]] for m in compared}
+    if any(not runs for runs in reps.values()):
+        return None
     n = min(len(x) for runs in reps.values() for x in runs)
     if n < 2:
         return None
@@ -209,11 +223,17 @@ def overhead_ratio_interval(by_mode, mode, key="round_medians_ms", resamplings=2
         return statistics.median(d[mode]) / history if history > 0 else float("nan")
 
     everything = {m: range(len(runs)) for m, runs in reps.items()}
+    # Processes are resampled within their wave: a wave's processes ran over the same minutes, and waves differed
+    # by up to 15 % of the step in every mode alike (run 14), so each resampling keeps every mode's count per wave.
+    strata = {}
+    for m in reps:
+        waves = waves_of[m]
+        strata[m] = [[i for i, w in enumerate(waves) if w == wave] for wave in sorted(set(waves))]
     rng = random.Random(seed)
     draws = []
     for _ in range(resamplings):
         turns = [rng.randrange(n) for _ in range(n)]
-        picks = {m: [rng.randrange(len(runs)) for _ in runs] for m, runs in reps.items()}
+        picks = {m: [rng.choice(group) for group in groups for _ in group] for m, groups in strata.items()}
         draws.append(ratio(turns, picks))
     draws = sorted(d for d in draws if d == d)  # a resampling where the history cost nothing has no ratio
     if not draws:
@@ -290,7 +310,7 @@ def table(results, configs, modes):
 def run_wave(config, wave, modes, args, work, preload_for):
     """One wave: --replicas processes per mode, started together, given their turns, ended; returns their
     results. Waves run one after another, so that more processes than the machine holds at once can be counted."""
-    workers = [start(mode, wave * args.replicas + replica, config, args, work, preload_for)
+    workers = [start(mode, wave * args.replicas + replica, config, args, work, preload_for, wave)
                for replica in range(args.replicas) for mode in modes]
     for w in workers:
         if w["proc"].stdout.readline().strip() != "ready":
