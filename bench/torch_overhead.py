@@ -199,7 +199,7 @@ def overhead_ratio_interval(by_mode, mode, key="round_medians_ms", resamplings=2
     """mode's overhead / the history's, from the turns' paired differences: in each turn (the modes back to back) a
     mode's step time (its processes' mean of their turn medians) minus untraced's; the ratio is the median of mode's
     differences over the median of the history's. With a 95 % bootstrap interval that resamples the turns and, per
-    mode, its processes: identical untraced processes on the GPU machine differed by 3 to 6 % for a minute at a
+    mode, its processes (within their wave): identical untraced processes on the GPU machine differed by 3 to 6 % for a minute at a
     time (docs/performance.md, run 11), a bias no number of turns of one process averages out. key: the turns'
     wall times, or (round_cpu_medians_ms) the CPU time of the process's threads."""
     compared = ("plain", "history", mode)

@@ -24,6 +24,7 @@ void* DlsymWithHandle(void* handle, const char* symbol) {
 }  // namespace
 }  // namespace cumemtrace::preload
 
+// Called only from the asm below, which link-time optimization cannot see: `used` keeps them.
 extern "C" {
 __attribute__((visibility("hidden"), used)) void* cumemtrace_dlsym_with_handle(void* handle, const char* symbol) {
   return cumemtrace::preload::DlsymWithHandle(handle, symbol);
