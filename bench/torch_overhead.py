@@ -176,7 +176,9 @@ def merge_replicas(results, config):
         m = {"mode": mode, "replicas": len(runs), "steps": sum(r["steps"] for r in runs),
              "median_ms": statistics.median(times) if times else statistics.median(r["median_ms"] for r in runs),
              "replica_medians_ms": [r["median_ms"] for r in runs], "replica_turns": {},
-             "replica_waves": [r.get("wave", 0) for r in runs]}
+             "replica_waves": [r.get("wave", 0) for r in runs], "times_by_wave": {}}
+        for r in runs:
+            m["times_by_wave"].setdefault(r.get("wave", 0), []).extend(r.get("times_ms", []))
         for key in ("round_medians_ms", "round_cpu_medians_ms"):
             lists = [r.get(key) or [] for r in runs]
             n = min(len(x) for x in lists)
@@ -259,8 +261,17 @@ def table(results, configs, modes):
             r = by_mode.get(mode)
             if r is None:
                 continue
-            overhead[mode] = r["median_ms"] / plain["median_ms"] - 1
-            ratios = [m / p for m, p in zip(r["round_medians_ms"], plain["round_medians_ms"])]
+            # Against the untraced processes of the same waves (a variant may have run in fewer of them).
+            waves = set(r["replica_waves"])
+            plain_times = [t for w, ts in plain["times_by_wave"].items() if w in waves for t in ts]
+            same = [i for i, w in enumerate(plain["replica_waves"]) if w in waves]
+            if not plain_times or not same:
+                continue
+            plain_turns = plain["replica_turns"]["round_medians_ms"]
+            plain_means = [statistics.fmean(plain_turns[i][t] for i in same)
+                           for t in range(min(len(plain_turns[i]) for i in same))]
+            overhead[mode] = r["median_ms"] / statistics.median(plain_times) - 1
+            ratios = [m / p for m, p in zip(r["round_medians_ms"], plain_means)]
             spread = (f"{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})" if ratios else "")
             extra = (f"{r['recorder_ns_per_row']:.0f} | {r['bytes_per_entry']:.2f} | {r['bytes_per_row']:.2f}"
                      if "recorder_ns_per_row" in r else " | | ")
