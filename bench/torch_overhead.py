@@ -12,7 +12,7 @@ ms per step over all counted steps, the ratio to untraced turn by turn (median, 
 overhead as a fraction of the history's from the turns' paired differences, with a bootstrap interval. Identical
 processes differ by ~3 % of the step for their whole life (not their hash seed, not their layout: run 14's A/A test),
 so the interval narrows only with more processes: --waves runs groups of --replicas processes per mode one after
-another, and the bootstrap resamples processes within their wave (run 14: 56 per mode for +-0.07).
+another, and the bootstrap resamples processes within their wave (run 14: 88 per mode for about +-0.08).
 
   plain      untraced
   history    torch.cuda.memory._record_memory_history(stacks="python")
