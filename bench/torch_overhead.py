@@ -197,18 +197,23 @@ def merge_replicas(results, config):
     return merged
 
 
+def processes_in(merged, waves):
+    """Indexes of a merged mode's processes (merge_replicas) that ran in one of `waves`."""
+    return [i for i, w in enumerate(merged["replica_waves"]) if w in waves]
+
+
 def overhead_ratio_interval(by_mode, mode, key="round_medians_ms", resamplings=2000, seed=1):
     """mode's overhead / the history's, from the turns' paired differences: in each turn (the modes back to back) a
     mode's step time (its processes' mean of their turn medians) minus untraced's; the ratio is the median of mode's
     differences over the median of the history's. With a 95 % bootstrap interval that resamples the turns and, per
-    mode, its processes (within their wave): identical untraced processes on the GPU machine differed by 3 to 6 % for a minute at a
-    time (docs/performance.md, run 11), a bias no number of turns of one process averages out. key: the turns'
-    wall times, or (round_cpu_medians_ms) the CPU time of the process's threads."""
+    mode, its processes (within their wave): identical untraced processes on the GPU machine differed by 3 to 6 % for
+    a minute at a time (docs/performance.md, run 11), a bias no number of turns of one process averages out. key:
+    the turns' wall times, or (round_cpu_medians_ms) the CPU time of the process's threads."""
     compared = ("plain", "history", mode)
     # Only the waves that ran all three modes (a variant may have run in fewer of them): each mode then has the
     # same processes per wave, and a wave's drift cancels in the differences.
     common = set.intersection(*(set(by_mode[m]["replica_waves"]) for m in compared))
-    kept = {m: [i for i, w in enumerate(by_mode[m]["replica_waves"]) if w in common] for m in compared}
+    kept = {m: processes_in(by_mode[m], common) for m in compared}
     reps = {m: [by_mode[m]["replica_turns"][key][i] for i in kept[m]] for m in compared}
     waves_of = {m: [by_mode[m]["replica_waves"][i] for i in kept[m]] for m in compared}
     if any(not runs for runs in reps.values()):
@@ -264,7 +269,7 @@ def table(results, configs, modes):
             # Against the untraced processes of the same waves (a variant may have run in fewer of them).
             waves = set(r["replica_waves"])
             plain_times = [t for w, ts in plain["times_by_wave"].items() if w in waves for t in ts]
-            same = [i for i, w in enumerate(plain["replica_waves"]) if w in waves]
+            same = processes_in(plain, waves)
             if not plain_times or not same:
                 continue
             plain_turns = plain["replica_turns"]["round_medians_ms"]
@@ -302,11 +307,11 @@ def table(results, configs, modes):
                                      f"{interval[4]} processes resampled)")
         parted = [m for m in modes if "recorder_parts_ns_per_row" in by_mode.get(m, {})]
         if parted:
-            lines.append("\nWhere the preload's time goes, ns per trace row, medians of the processes (trailer; the parts "
-                         "are estimated on other events than the total, and each holds one clock read):\n")
-            lines.append("| mode | all | Python frames | unwinding | lock wait | stack (Python ids, splicing; interning "
-                         "before the output queue) | rest | writer: interning, encoding, writing (the flush thread, "
-                         "but for stalls; 0 before the output queue) | stalled seals (all processes) |")
+            lines.append("\nWhere the preload's time goes, ns per trace row, medians of the processes (trailer; the "
+                         "parts are estimated on other events than the total, and each holds one clock read):\n")
+            lines.append("| mode | all | Python frames | unwinding | lock wait | stack (Python ids, splicing; "
+                         "interning before the output queue) | rest | writer: interning, encoding, writing (the flush "
+                         "thread, but for stalls; 0 before the output queue) | stalled seals (all processes) |")
             lines.append("|---|---|---|---|---|---|---|---|---|")
             for mode in parted:
                 r = by_mode[mode]
