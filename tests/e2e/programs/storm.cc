@@ -11,7 +11,6 @@
 //                               pair; writes "<N> <first pair in ns> <slowest later pair in ns>" to latency.txt (the
 //                               slow-disk test: how long the program waited while the trace was written; the first
 //                               pair starts tracing, which writes the header).
-// Both write their own number of driver calls to count.txt (the untraced program's count).
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
