@@ -1,9 +1,9 @@
-// cumem-analyze's entry point: everything is in cli.cc (RunCli), so that tests run the same code.
+// cumem-analyze's entry point: everything is in commands/ (RunCli), so that tests run the same code.
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include "analyzer/cli.h"
+#include "analyzer/commands/run_cli.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);

@@ -9,6 +9,9 @@ namespace cumemtrace::analyzer {
 
 // "CUDA_ERROR_OUT_OF_MEMORY" for 2; nullptr for a code cuda.h does not define.
 const char* CudaErrorName(int32_t code);
+// CUDA_ERROR_OUT_OF_MEMORY (cudaErrorMemoryAllocation has the same value in the runtime API).
+inline constexpr int32_t kCudaErrorOutOfMemory = 2;
+
 // The name, or "error <code>" for an unknown code.
 std::string CudaErrorString(int32_t code);
 

@@ -36,6 +36,11 @@ inline constexpr bool IsHostMemory(format::Kind kind) {
 }
 // Memory, as opposed to address space or a second view of memory already counted.
 inline constexpr bool IsMemoryKind(format::Kind kind) { return InDeviceTotal(kind) || IsHostMemory(kind); }
+// Address space (a reservation) or a second view of memory counted elsewhere (a mapping): listed in leaks, never
+// the allocation a diagnosis names.
+inline constexpr bool IsAddressSpaceOrView(format::Kind kind) {
+  return kind == format::Kind::kAddressReserve || kind == format::Kind::kVmmMapped;
+}
 
 // "device", "pinned_host", ... and "total" for kDeviceTotalSeries.
 const char* SeriesName(int series);

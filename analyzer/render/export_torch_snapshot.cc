@@ -3,11 +3,15 @@
 #include "analyzer/render/export_torch_snapshot.h"
 
 #include <type_traits>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "analyzer/model/frame_resolver.h"
 #include "analyzer/render/json_writer.h"
 #include "analyzer/render/pickle_writer.h"
+#include "analyzer/render/text_common.h"
 
 namespace cumemtrace::analyzer {
 namespace {
@@ -207,6 +211,45 @@ std::string TorchSnapshotJson(const TorchSnapshot& snapshot) {
   JsonSink w(&out);
   SnapshotEmitter<JsonSink>(snapshot, w).Emit();
   out.push_back('\n');
+  return out;
+}
+
+namespace {
+
+std::string EstimateWarning(const SnapshotEstimates& e) {
+  if (!e.any()) return "";
+  std::vector<std::string> why;
+  if (e.estimated_blocks != 0) {
+    why.push_back(Plural(e.estimated_blocks, "active block estimated", "active blocks estimated"));
+  }
+  if (e.mismatches != 0) {
+    why.push_back(Plural(e.mismatches, "event the layout disagreed with", "events the layout disagreed with"));
+  }
+  if (!e.unmodelled.empty()) {
+    std::vector<std::string> settings;
+    for (const std::string& setting : e.unmodelled) settings.push_back(Printable(setting));
+    why.push_back(absl::StrCat("settings not modelled: ", absl::StrJoin(settings, ", ")));
+  }
+  if (e.attached_late) why.push_back("tracker attached after the allocator's first segment");
+  return absl::StrCat("warning: block sizes in the snapshot's segments are estimates (", absl::StrJoin(why, "; "),
+                      ")\n");
+}
+
+}  // namespace
+
+std::string TorchSnapshotWarnings(const TorchSnapshot& s) {
+  std::string out;
+  if (s.unmatched_frees != 0 || s.stray_blocks != 0) {
+    absl::StrAppend(&out, "warning: left out of the snapshot: ", s.unmatched_frees,
+                    " frees of blocks never allocated in the trace, ", s.stray_blocks,
+                    " live blocks outside every segment\n");
+  }
+  if (s.foreign_device_events != 0) {
+    absl::StrAppend(&out, "warning: left out of the snapshot: ", s.foreign_device_events,
+                    " PyTorch allocator events of devices above ", kMaxTorchDevice,
+                    " (PyTorch's largest device index; the trace is damaged)\n");
+  }
+  absl::StrAppend(&out, EstimateWarning(s.estimates));
   return out;
 }
 

@@ -1,4 +1,4 @@
-// Writes a TorchSnapshot (reports/torch_snapshot.h) as the file PyTorch's tools read: a pickle of the dictionary
+// Writes a TorchSnapshot (model/torch_snapshot.h) as the file PyTorch's tools read: a pickle of the dictionary
 // torch.cuda.memory._snapshot() returns (pickle_writer.h; what `python -m torch.cuda._memory_viz` and
 // pytorch.org/memory_viz load), or the same dictionary as JSON. Keys and values are PyTorch's: see
 // docs/json.md's "torch-snapshot" section. Frames are innermost first, as PyTorch lists them: Python frames
@@ -10,12 +10,15 @@
 
 #include <string>
 
-#include "analyzer/reports/torch_snapshot.h"
+#include "analyzer/model/torch_snapshot.h"
 
 namespace cumemtrace::analyzer {
 
 std::string TorchSnapshotPickle(const TorchSnapshot& snapshot);
 std::string TorchSnapshotJson(const TorchSnapshot& snapshot);
+// What the snapshot left out or estimated, as warning lines for stderr (PyTorch's format has no place to say
+// it); "" when nothing was.
+std::string TorchSnapshotWarnings(const TorchSnapshot& snapshot);
 
 }  // namespace cumemtrace::analyzer
 

@@ -5,7 +5,7 @@
 
 #include "analyzer/render/json_writer.h"
 #include "analyzer/render/output.h"
-#include "analyzer/reports/events_report.h"
+#include "analyzer/model/event_stream.h"
 
 namespace cumemtrace::analyzer {
 

@@ -3,7 +3,7 @@
 #define CUMEMTRACE_ANALYZER_RENDER_TEXT_EVENTS_H_
 
 #include "analyzer/render/output.h"
-#include "analyzer/reports/events_report.h"
+#include "analyzer/model/event_stream.h"
 
 namespace cumemtrace::analyzer {
 

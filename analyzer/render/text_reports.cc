@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -180,7 +179,7 @@ std::string LeakDiagnosis(const LeakReport& r) {
                                     r.clean_end ? "at exit" : "when the trace ended (no clean exit)");
   const LeakEntry* top = nullptr;
   for (const LeakEntry& e : r.top) {
-    if (e.bytes != 0 && std::string_view(e.kind) != "address_reserve" && std::string_view(e.kind) != "vmm_mapped") {
+    if (e.bytes != 0 && !e.address_space_or_view) {
       top = &e;
       break;
     }
@@ -204,7 +203,7 @@ std::string OomDiagnosis(const OomEntry& o) {
   std::string out = absl::StrCat(DeviceName(o.device), " ran out of memory");
   if (const std::string where = WhereText(o.request); !where.empty()) absl::StrAppend(&out, " at ", where);
   absl::StrAppendFormat(&out, ": %s of %s failed (%s)", o.api, HumanBytes(o.requested_bytes),
-                        o.error_code == 2 ? std::string("out of memory") : o.error);
+                        o.out_of_memory ? std::string("out of memory") : o.error);
   if (o.has_mem_info) {
     absl::StrAppendFormat(&out, ", %s free of %s", HumanBytes(o.free_bytes), HumanBytes(o.total_bytes));
   }

@@ -36,6 +36,7 @@ LeakReport BuildLeakReport(const Analysis& a, const ReportOptions& options, Fram
     LeakEntry e;
     e.device = g.device;
     e.kind = format::KindName(g.kind);
+    e.address_space_or_view = IsAddressSpaceOrView(g.kind);
     e.bytes = g.bytes;
     e.count = g.count;
     e.stack_id = g.stack;

@@ -25,6 +25,7 @@ struct LeakEntry {
   std::array<uint64_t, kGrowthPoints> growth{};  // see LeakGroup::growth
   std::string phase;  // the phase its allocations were made in (LeakGroup::phase), "" for none
   bool pytorch_cache = false;  // see LeakGroup::pytorch_cache
+  bool address_space_or_view = false;  // IsAddressSpaceOrView(kind): not memory of its own
 };
 
 struct LeakReport {

@@ -19,6 +19,7 @@ OomReport BuildOomReport(const Analysis& a, const ReportOptions& options, FrameR
     o.api = e.info->name;
     o.requested_bytes = e.size;
     o.error_code = e.result;
+    o.out_of_memory = e.result == kCudaErrorOutOfMemory;
     o.error = CudaErrorString(e.result);
     o.has_mem_info = e.has_mem_info;
     o.free_bytes = e.free_bytes;

@@ -23,6 +23,7 @@ struct OomEntry {
   const char* api = "";
   uint64_t requested_bytes = 0;
   int32_t error_code = 0;
+  bool out_of_memory = false;  // error_code is kCudaErrorOutOfMemory
   std::string error;  // CUDA_ERROR_OUT_OF_MEMORY, or "error <code>"
   bool has_mem_info = false;
   uint64_t free_bytes = 0;

@@ -17,7 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/container/flat_hash_map.h"
-#include "analyzer/cli.h"
+#include "analyzer/commands/run_cli.h"
 #include "analyzer/model/trace_info.h"
 #include "e2e_support.h"
 #include "proto/format.h"

@@ -20,7 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
-#include "analyzer/cli.h"
+#include "analyzer/commands/run_cli.h"
 #include "analyzer/reader/trace_reader.h"
 #include "analyzer/tools/debug_info.h"
 #include "e2e_support.h"

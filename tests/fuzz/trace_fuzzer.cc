@@ -4,7 +4,7 @@
 // pprof, perfetto, html, torch-snapshot). Reports go to /dev/null, exports to files in a private temporary folder.
 //
 // A crash, a sanitizer report (ASan, UBSan: built with -fno-sanitize-recover), a leak, a hang (-timeout), an exit
-// status the tool must never give (2, bad usage, from anything but check: these arguments are valid) or an error
+// status the tool must never give (anything but 0 and 2, an unreadable trace; check may also answer 1) or an error
 // libprotobuf logs (writing an export that strict readers reject, say; the reader silences the parse errors it
 // recovers from) is a finding.
 // Built by tests/fuzz/build_fuzzer.sh with clang; docs/fuzzing.md says how to run it and what it found.
@@ -17,7 +17,8 @@
 
 #include <unistd.h>
 
-#include "analyzer/cli.h"
+#include "analyzer/commands/command_line.h"
+#include "analyzer/commands/run_cli.h"
 #include "google/protobuf/stubs/logging.h"
 
 namespace {
@@ -96,6 +97,14 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
   setup->sink = std::fopen("/dev/null", "w");
   if (setup->sink == nullptr) std::abort();
   setup->commands = Commands(setup->trace, setup->dir);
+  // Exit status 2 means bad usage as well as an unreadable trace: every argument list must parse, so that a 2 from
+  // a run can only be the input.
+  for (const std::vector<std::string>& args : setup->commands) {
+    if (!cumemtrace::analyzer::ParseCommandLine(args).ok()) {
+      std::fprintf(stderr, "cumem_fuzz: bad arguments for '%s'\n", args[0].c_str());
+      std::abort();
+    }
+  }
   const char* one = std::getenv("CUMEM_FUZZ_ONE");
   setup->one = one != nullptr && std::string(one) == "1";
   std::atexit(RemoveDir);
@@ -122,8 +131,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::vector<std::string>& args = setup->commands[i];
     const int code = cumemtrace::analyzer::RunCli(args, setup->sink, setup->sink);
     const bool check = args[0] == "check";
-    if (code != cumemtrace::analyzer::kExitOk && code != cumemtrace::analyzer::kExitBadInput &&
-        !(check && code == cumemtrace::analyzer::kExitUsage)) {
+    if (code != cumemtrace::analyzer::kExitOk && code != cumemtrace::analyzer::kExitError &&
+        !(check && code == cumemtrace::analyzer::kExitFinding)) {
       std::fprintf(stderr, "cumem_fuzz: '%s' exited with %d\n", args[0].c_str(), code);
       std::abort();
     }

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/cli.h"
+#include "analyzer/commands/run_cli.h"
 #include "analyzer/model/allocator_map.h"
 #include "gtest/gtest.h"
 #include "tests/golden/golden_support.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/cli.h"
+#include "analyzer/commands/run_cli.h"
 #include "analyzer/model/analysis.h"
 #include "analyzer/model/frame_resolver.h"
 #include "gtest/gtest.h"

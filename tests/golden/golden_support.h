@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/cli.h"
+#include "analyzer/commands/run_cli.h"
 #include "gtest/gtest.h"
 #include "tests/unit/analyzer/cli_runner.h"
 #include "tests/unit/analyzer/json_value.h"

@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "analyzer/render/export_torch_snapshot.h"
-#include "analyzer/reports/torch_snapshot.h"
+#include "analyzer/model/torch_snapshot.h"
 #include "gtest/gtest.h"
 #include "tests/golden/golden_support.h"
 #include "tests/unit/analyzer/cli_runner.h"

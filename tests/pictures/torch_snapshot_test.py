@@ -11,7 +11,7 @@ read back with Python's pickle module (no torch needed) and checked three ways:
    marker allocation, as tests/gpu/test_torch_blocks.py finds it), device_traces replayed give
    requested_bytes.all.current and reserved_bytes.all.current, and the live blocks equal _snapshot()'s active blocks.
 
-A trace without torch.* events is refused with one line and exit 1.
+A trace without torch.* events is refused with one line and exit 2.
 Usage: torch_snapshot_test.py CUMEM_ANALYZE EXAMPLES_DIR WORKDIR"""
 import json
 import os
@@ -214,10 +214,10 @@ def main():
 
     r = subprocess.run([analyze, "torch-snapshot", os.path.join(examples, "story_oom_h200.pb"), "-o",
                         os.path.join(work, "none.pickle")], capture_output=True, text=True)
-    check(r.returncode == 1 and r.stderr.count("\n") == 1 and "torch.*" in r.stderr and
+    check(r.returncode == 2 and r.stderr.count("\n") == 1 and "torch.*" in r.stderr and
           not os.path.exists(os.path.join(work, "none.pickle")), "no torch events: exit %d, %r" % (
               r.returncode, r.stderr))
-    print("ok: a trace without torch.* events: exit 1, " + r.stderr.strip()[:100])
+    print("ok: a trace without torch.* events: exit 2, " + r.stderr.strip()[:100])
     print("PASS")
 
 

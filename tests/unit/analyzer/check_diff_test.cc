@@ -185,7 +185,7 @@ TEST_F(Diff, Usage) {
   EXPECT_EQ(Tool({"diff", *a_}).code, 2);
   EXPECT_EQ(Tool({"diff", *a_, *b_, *b_}).code, 2);
   const std::string empty = WriteTempFile("diff_empty.pb", "");
-  EXPECT_EQ(Tool({"diff", *a_, empty}).code, 1);
+  EXPECT_EQ(Tool({"diff", *a_, empty}).code, 2);
 }
 
 }  // namespace

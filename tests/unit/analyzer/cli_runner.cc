@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <optional>
 
-#include "analyzer/cli.h"
+#include "analyzer/commands/run_cli.h"
 #include "gtest/gtest.h"
 
 namespace cumemtrace::analyzer::test {

@@ -1,6 +1,6 @@
 // The tool end to end, in-process through RunCli: exit codes, the one-line errors and warnings, and every report
 // in JSON (checked value by value against the scenario's hand-worked numbers) and in text.
-#include "analyzer/cli.h"
+#include "analyzer/commands/run_cli.h"
 
 #include <unistd.h>
 
@@ -58,18 +58,72 @@ TEST_F(Cli, HelpAndVersion) {
   EXPECT_NE(r.out.find("reads trace format versions up to 3"), std::string::npos);
 }
 
-TEST_F(Cli, BadInputExit1WithOneLine) {
+// Every command, given a trace it cannot read, exits 2 with one line on stderr and writes nothing to stdout or to
+// its -o file: a JSON consumer never sees half a document.
+TEST_F(Cli, BadInputExit2WithOneLineAndNoOutput) {
   const std::string empty = WriteTempFile("cli_empty.pb", "");
-  for (std::string command : {"summary", "peak", "leaks", "pinned", "oom", "events"}) {
-    ToolResult r = Tool({command, empty});
-    EXPECT_EQ(r.code, 1) << command;
-    EXPECT_EQ(r.err, "cumem-analyze: " + empty + ": empty file, not a trace\n") << command;
+  const std::string out = testing::TempDir() + "cli_bad_input_" + std::to_string(getpid()) + ".out";
+  const std::vector<std::vector<std::string>> commands = {
+      {"summary"}, {"peak"}, {"leaks"}, {"pinned"}, {"oom"}, {"events"}, {"events", "--json"},
+      {"ranks"},   {"check", "--no-oom"}, {"folded"}, {"folded", "-o", out}, {"pprof", "-o", out},
+      {"perfetto", "-o", out}, {"html", "-o", out}, {"torch-snapshot", "-o", out},
+      {"symbolize", "-o", out}, {"redact", "-o", out}};
+  for (std::vector<std::string> args : commands) {
+    args.insert(args.begin() + 1, empty);
+    ToolResult r = Tool(args);
+    EXPECT_EQ(r.code, 2) << args[0];
+    EXPECT_EQ(r.err, "cumem-analyze: " + empty + ": empty file, not a trace\n") << args[0];
+    EXPECT_EQ(r.out, "") << args[0];
+    EXPECT_NE(access(out.c_str(), F_OK), 0) << args[0];
   }
+  ToolResult r = Tool({"diff", path(), empty, "--json"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out, "");
   const std::string text = WriteTempFile("cli_text.pb", "not a trace at all");
-  ToolResult r = Tool({text, "--json"});
-  EXPECT_EQ(r.code, 1);
+  r = Tool({text, "--json"});
+  EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "cumem-analyze: " + text + ": not a cumemtrace trace (no header)\n");
   EXPECT_EQ(r.out, "");
+  r = Tool({"events", "--json", "/nonexistent/run.pb"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out, "");
+}
+
+// check's verdict is the one finding that exits 1.
+TEST_F(Cli, CheckOverABoundExits1) {
+  ToolResult r = Tool({"check", path(), "--max-peak", "1"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out.rfind("check failed: peak of ", 0), 0u) << r.out;
+  r = Tool({"check", path(), "--max-peak", "1GiB"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("check passed: ", 0), 0u) << r.out;
+}
+
+// A flag a command would ignore is an error that names the command, not silently dropped.
+TEST_F(Cli, FlagsACommandDoesNotTakeAreUsageErrors) {
+  ToolResult r = Tool({"events", path(), "--top", "3"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "cumem-analyze: --top is not an option of events (its options: cumem-analyze events --help) "
+                   "(see cumem-analyze --help)\n");
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(Tool({"ranks", path(), "--group-by", "stack"}).code, 2);
+  EXPECT_EQ(Tool({"perfetto", path(), "-o", "x.pb", "--leaks"}).code, 2);
+}
+
+// --help after a subcommand is that subcommand's usage and exactly the options it takes.
+TEST_F(Cli, EachCommandHasItsOwnHelp) {
+  ToolResult r = Tool({"pprof", "--help"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("usage: cumem-analyze pprof TRACE.pb -o OUT", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("--leaks"), std::string::npos);
+  EXPECT_EQ(r.out.find("--group-by"), std::string::npos);
+  EXPECT_NE(r.out.find("exit status"), std::string::npos);
+  const std::string all = Tool({"--help"}).out;
+  for (const char* name : {"summary", "peak", "leaks", "pinned", "oom", "events", "ranks", "symbolize", "redact",
+                           "check", "diff", "folded", "html", "pprof", "perfetto", "torch-snapshot"}) {
+    EXPECT_NE(all.find(std::string("\n  ") + name + " "), std::string::npos) << name;
+    EXPECT_EQ(Tool({name, "--help"}).out.rfind(std::string("usage: cumem-analyze ") + name + " ", 0), 0u) << name;
+  }
 }
 
 TEST_F(Cli, WarningsForCutOffAndUncleanTraces) {

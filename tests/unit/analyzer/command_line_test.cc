@@ -1,5 +1,10 @@
 // ParseCommandLine: subcommands, flags in any position, and one-line usage errors.
-#include "analyzer/command_line.h"
+#include "analyzer/commands/command_line.h"
+
+#include <string>
+#include <vector>
+
+#include "analyzer/commands/command.h"
 
 #include "gtest/gtest.h"
 
@@ -9,7 +14,7 @@ namespace {
 TEST(CommandLine, Defaults) {
   absl::StatusOr<CommandLine> cl = ParseCommandLine({"run.pb"});
   ASSERT_TRUE(cl.ok());
-  EXPECT_EQ(cl->command, Command::kSummary);
+  EXPECT_STREQ(cl->command->name, "summary");
   EXPECT_EQ(cl->trace, "run.pb");
   EXPECT_FALSE(cl->json);
   EXPECT_EQ(cl->top, 10u);
@@ -20,31 +25,34 @@ TEST(CommandLine, Defaults) {
 TEST(CommandLine, SubcommandsAndFlags) {
   struct Case {
     std::vector<std::string> args;
-    Command command;
+    const char* command;
     bool json;
     size_t top;
   };
   const std::vector<Case> cases = {
-      {{"peak", "run.pb"}, Command::kPeak, false, 10},
-      {{"leaks", "--json", "run.pb"}, Command::kLeaks, true, 10},
-      {{"--top", "3", "pinned", "run.pb"}, Command::kPinned, false, 3},
-      {{"oom", "run.pb", "--top=0", "--json"}, Command::kOom, true, 0},
-      {{"events", "run.pb"}, Command::kEvents, false, 10},
-      {{"summary", "run.pb"}, Command::kSummary, false, 10},
-      {{"summary", "--", "-weird.pb"}, Command::kSummary, false, 10},
+      {{"peak", "run.pb"}, "peak", false, 10},
+      {{"leaks", "--json", "run.pb"}, "leaks", true, 10},
+      {{"--top", "3", "pinned", "run.pb"}, "pinned", false, 3},
+      {{"oom", "run.pb", "--top=0", "--json"}, "oom", true, 0},
+      {{"events", "run.pb"}, "events", false, 10},
+      {{"events", "run.pb", "--json"}, "events", true, 10},
+      {{"summary", "run.pb"}, "summary", false, 10},
+      {{"summary", "--", "-weird.pb"}, "summary", false, 10},
   };
   for (const Case& c : cases) {
     absl::StatusOr<CommandLine> cl = ParseCommandLine(c.args);
     ASSERT_TRUE(cl.ok()) << cl.status();
-    EXPECT_EQ(cl->command, c.command);
+    EXPECT_STREQ(cl->command->name, c.command);
     EXPECT_EQ(cl->json, c.json);
     EXPECT_EQ(cl->top, c.top);
   }
   EXPECT_EQ(ParseCommandLine({"summary", "--", "-weird.pb"})->trace, "-weird.pb");
   EXPECT_EQ(ParseCommandLine({"run.pb", "--frames", "4"})->frames, 4u);
-  EXPECT_EQ(ParseCommandLine({"run.pb", "--help"})->command, Command::kHelp);
-  EXPECT_EQ(ParseCommandLine({"-h"})->command, Command::kHelp);
-  EXPECT_EQ(ParseCommandLine({"--version"})->command, Command::kVersion);
+  EXPECT_TRUE(ParseCommandLine({"run.pb", "--help"})->help);
+  EXPECT_EQ(ParseCommandLine({"run.pb", "--help"})->command, nullptr);
+  EXPECT_STREQ(ParseCommandLine({"peak", "--bogus", "--help"})->command->name, "peak");
+  EXPECT_TRUE(ParseCommandLine({"-h"})->help);
+  EXPECT_TRUE(ParseCommandLine({"--version"})->version);
   EXPECT_EQ(ParseCommandLine({"-"})->trace, "-");
 }
 
@@ -62,7 +70,13 @@ TEST(CommandLine, Errors) {
                                 "ranks, symbolize, redact, check, diff, folded, html, pprof, perfetto, "
                                 "torch-snapshot)"},
       {{"torch-snapshot", "run.pb"}, "torch-snapshot needs -o OUT"},
-      {{"torch-snapshot", "run.pb", "-o", "x.pickle", "--leaks"}, "--leaks is for folded and pprof"},
+      {{"torch-snapshot", "run.pb", "-o", "x.pickle", "--leaks"},
+       "--leaks is not an option of torch-snapshot (its options: cumem-analyze torch-snapshot --help)"},
+      {{"check", "run.pb"}, "check needs at least one of --max-peak SIZE, --max-leak SIZE, --no-oom"},
+      {{"check", "run.pb", "--no-oom", "--json"},
+       "--json is not an option of check (its options: cumem-analyze check --help)"},
+      {{"diff", "a.pb"}, "diff takes two traces: diff A.pb B.pb"},
+      {{"ranks"}, "missing the trace files after 'ranks'"},
       {{"peak", "run.pb", "extra"}, "unexpected argument 'extra'"},
   };
   for (const auto& [args, message] : cases) {

@@ -47,7 +47,7 @@ bool RunEverything(const std::string& path) {
     BufferedOutput buffered(out);
     JsonEventSink sink(buffered);
     TraceInfo info;
-    EXPECT_TRUE(RunEventsReport(path, sink, &info).ok());
+    EXPECT_TRUE(StreamEvents(path, sink, &info).ok());
   }
   std::rewind(out);
   std::string events;

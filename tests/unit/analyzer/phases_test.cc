@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/command_line.h"
+#include "analyzer/commands/command_line.h"
 #include "analyzer/model/analysis.h"
 #include "analyzer/model/history.h"
 #include "gtest/gtest.h"

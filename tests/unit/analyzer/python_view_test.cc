@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/cli.h"
+#include "analyzer/commands/run_cli.h"
 #include "analyzer/model/analysis.h"
 #include "analyzer/reports/leak_report.h"
 #include "analyzer/reports/oom_report.h"

@@ -1,4 +1,4 @@
-// torch-snapshot's pass (reports/torch_snapshot.h) and its files, on a trace built by hand that holds what the
+// torch-snapshot's pass (model/torch_snapshot.h) and its files, on a trace built by hand that holds what the
 // example traces do not: a torch.free row, a block still pending its free at the end, a free of a block never
 // allocated, expandable segments (mapped ranges that merge and split, one of each pool), a failed request, a second
 // device, and PyTorch's block rules as the allocator layer applies them (a large block that keeps an unsplit
@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "analyzer/render/export_torch_snapshot.h"
-#include "analyzer/reports/torch_snapshot.h"
+#include "analyzer/model/torch_snapshot.h"
 #include "gtest/gtest.h"
 #include "tests/unit/analyzer/cli_runner.h"
 #include "tests/unit/analyzer/json_value.h"
@@ -320,7 +320,7 @@ TEST(TorchSnapshot, CommandWritesPickleOrJsonAndRefusesTracesWithoutTorchEvents)
   TraceBuilder plain;
   plain.Header().Device(0, "NVIDIA H100", 1000).Events({Alloc(1, 1, 0x100, 10)}).Trailer(1, kStartNs + 1000000);
   r = Tool({"torch-snapshot", plain.Write("torch_snap_plain.pb"), "-o", dir + "/none.pickle"});
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("has no events of PyTorch's caching allocator (torch.*)"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
   EXPECT_EQ(Tool({"torch-snapshot", built.path}).code, 2) << "needs -o";

@@ -1,8 +1,9 @@
-// The events report: every event in sequence order, one row each, streamed to a sink as the trace is read (a trace
-// of a billion events must not be held in memory). For a free, the kind and size are those of the allocation it
+// The event stream (`cumem-analyze events`): every event in sequence order, one row each, handed to a sink as the
+// trace is read (a trace of a billion events must not be held in memory), so it is a pass of its own over the raw
+// trace rather than a report over the Analysis. For a free, the kind and size are those of the allocation it
 // freed, when the replay knows it. For debugging and for end-to-end tests.
-#ifndef CUMEMTRACE_ANALYZER_REPORTS_EVENTS_REPORT_H_
-#define CUMEMTRACE_ANALYZER_REPORTS_EVENTS_REPORT_H_
+#ifndef CUMEMTRACE_ANALYZER_MODEL_EVENT_STREAM_H_
+#define CUMEMTRACE_ANALYZER_MODEL_EVENT_STREAM_H_
 
 #include <cstdint>
 #include <string>
@@ -43,8 +44,8 @@ class EventSink {
 };
 
 // Reads `path` and hands every event to `sink`, then calls End (only when the read succeeded). Fills `*info`.
-absl::Status RunEventsReport(const std::string& path, EventSink& sink, TraceInfo* info);
+absl::Status StreamEvents(const std::string& path, EventSink& sink, TraceInfo* info);
 
 }  // namespace cumemtrace::analyzer
 
-#endif  // CUMEMTRACE_ANALYZER_REPORTS_EVENTS_REPORT_H_
+#endif  // CUMEMTRACE_ANALYZER_MODEL_EVENT_STREAM_H_

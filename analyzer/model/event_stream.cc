@@ -1,5 +1,5 @@
-// The events report: replays the model only to name what each free freed. Must never buffer rows.
-#include "analyzer/reports/events_report.h"
+// The event stream: replays the memory model only to name what each free freed. Must never buffer rows.
+#include "analyzer/model/event_stream.h"
 
 namespace cumemtrace::analyzer {
 namespace {
@@ -62,7 +62,7 @@ class EventsVisitor : public TraceVisitor {
 
 }  // namespace
 
-absl::Status RunEventsReport(const std::string& path, EventSink& sink, TraceInfo* info) {
+absl::Status StreamEvents(const std::string& path, EventSink& sink, TraceInfo* info) {
   info->path = path;
   EventsVisitor visitor(*info, sink);
   if (absl::Status s = ReadTrace(path, visitor, &info->stats); !s.ok()) return s;

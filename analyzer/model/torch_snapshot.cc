@@ -2,7 +2,7 @@
 // writes device_traces as it goes (a free takes its block's requested size and stack from the layer, before the
 // layer applies it), and remembers the stack of each live driver allocation and mapping; then reads the layer's
 // segments and blocks off at the end.
-#include "analyzer/reports/torch_snapshot.h"
+#include "analyzer/model/torch_snapshot.h"
 
 #include <algorithm>
 

@@ -22,8 +22,8 @@
 // Reads the trace itself (one pass, the layer fed as the analysis feeds it): memory grows with the torch.* events,
 // which are all kept for device_traces, with the live driver allocations (their stacks), and with what the layer
 // keeps (live segments and blocks, the tensors live at its peaks); never with the other events.
-#ifndef CUMEMTRACE_ANALYZER_REPORTS_TORCH_SNAPSHOT_H_
-#define CUMEMTRACE_ANALYZER_REPORTS_TORCH_SNAPSHOT_H_
+#ifndef CUMEMTRACE_ANALYZER_MODEL_TORCH_SNAPSHOT_H_
+#define CUMEMTRACE_ANALYZER_MODEL_TORCH_SNAPSHOT_H_
 
 #include <cstdint>
 #include <limits>
@@ -111,4 +111,4 @@ absl::StatusOr<std::unique_ptr<TorchSnapshot>> BuildTorchSnapshot(
 
 }  // namespace cumemtrace::analyzer
 
-#endif  // CUMEMTRACE_ANALYZER_REPORTS_TORCH_SNAPSHOT_H_
+#endif  // CUMEMTRACE_ANALYZER_MODEL_TORCH_SNAPSHOT_H_

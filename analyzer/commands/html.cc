@@ -1,0 +1,39 @@
+// `cumem-analyze html TRACE.pb -o OUT`: one self-contained HTML page.
+#include "absl/strings/str_cat.h"
+#include "analyzer/commands/command.h"
+#include "analyzer/commands/timeline_export.h"
+#include "analyzer/render/html_data.h"
+#include "analyzer/render/html_report.h"
+
+namespace cumemtrace::analyzer {
+namespace {
+
+// The page's title: the traced command line, else the trace's path.
+std::string Title(const Analysis& a) {
+  std::string title;
+  for (const std::string& arg : a.info.header.argv) absl::StrAppend(&title, title.empty() ? "" : " ", arg);
+  return title.empty() ? a.info.path : title;
+}
+
+int Run(const CommandLine& cl, Console& console) {
+  AnalyzeOptions needs = ExportNeeds(cl);
+  needs.oom_snapshots = true;  // what was live at each failed allocation
+  needs.pinned = true;         // the pinned spikes' panel
+  absl::StatusOr<ModelAndHistory> m = AnalyzeWithHistory(cl, needs, HistoryOptions{}, console);
+  if (!m.ok()) return console.Error(m.status());
+  HtmlDataOptions options;
+  options.grouping = cl.grouping;
+  const Analysis& a = *m->analysis;
+  return console.WriteOutput(cl.output, HtmlReport(Title(a), HtmlData(a, m->history, options)));
+}
+
+}  // namespace
+
+extern const CommandSpec kHtmlCommand = {
+    "html", "TRACE.pb -o OUT [--group-by HOW] [--phase NAME|--window A:B]",
+    "one self-contained HTML page (no network): memory over time by owner, the peak and failed allocations\n"
+    "marked, what was live at a selected moment as a flamegraph and a table, leaks, pinned spikes, owners, the\n"
+    "driver's view and the tool's health",
+    Operands::kOneTrace, kFlagOutput | kFlagGroupBy | kFlagPhase, OutputFile::kRequired, Run};
+
+}  // namespace cumemtrace::analyzer
