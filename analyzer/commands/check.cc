@@ -4,7 +4,7 @@
 
 #include "analyzer/commands/analyze_step.h"
 #include "analyzer/commands/command.h"
-#include "analyzer/render/check_text.h"
+#include "analyzer/render/text/check_text.h"
 #include "analyzer/reports/check.h"
 
 namespace cumemtrace::analyzer {

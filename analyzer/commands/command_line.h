@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "analyzer/model/phases.h"
-#include "analyzer/model/stack_grouper.h"
+#include "analyzer/model/usage/phases.h"
+#include "analyzer/model/stacks/stack_grouper.h"
 #include "analyzer/reports/check_bounds.h"
 
 namespace cumemtrace::analyzer {
@@ -64,7 +64,7 @@ struct CommandLine {
   GroupingOptions grouping{GroupBy::kUser, ""};  // --group-by
   CheckBounds bounds;                    // check: --max-peak, --max-leak, --no-oom; --device and --kind scope
   bool leaks = false;                    // folded, pprof: live at the end instead of live at the peak
-  PhaseFilter phase_filter;              // --phase NAME, --window START_MS:END_MS (model/phases.h)
+  PhaseFilter phase_filter;              // --phase NAME, --window START_MS:END_MS (model/usage/phases.h)
 };
 
 // `args` excludes the program name. Errors are one line saying what is wrong (InvalidArgument).

@@ -6,10 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "analyzer/commands/command.h"
-#include "analyzer/model/event_stream.h"
-#include "analyzer/render/json_events.h"
+#include "analyzer/model/memory/event_stream.h"
+#include "analyzer/render/json/json_events.h"
 #include "analyzer/render/output.h"
-#include "analyzer/render/text_events.h"
+#include "analyzer/render/text/text_events.h"
 
 namespace cumemtrace::analyzer {
 namespace {

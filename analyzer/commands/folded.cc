@@ -4,7 +4,7 @@
 
 #include "analyzer/commands/analyze_step.h"
 #include "analyzer/commands/command.h"
-#include "analyzer/render/export_folded.h"
+#include "analyzer/export/export_folded.h"
 #include "analyzer/reports/stack_weights.h"
 
 namespace cumemtrace::analyzer {

@@ -2,8 +2,8 @@
 #include "absl/strings/str_cat.h"
 #include "analyzer/commands/command.h"
 #include "analyzer/commands/timeline_export.h"
-#include "analyzer/render/html_data.h"
-#include "analyzer/render/html_report.h"
+#include "analyzer/export/html_data.h"
+#include "analyzer/export/html_report.h"
 
 namespace cumemtrace::analyzer {
 namespace {

@@ -1,8 +1,8 @@
 // `cumem-analyze peak TRACE.pb`.
 #include "analyzer/commands/command.h"
 #include "analyzer/commands/report_command.h"
-#include "analyzer/render/json_reports.h"
-#include "analyzer/render/text_reports.h"
+#include "analyzer/render/json/json_reports.h"
+#include "analyzer/render/text/text_reports.h"
 #include "analyzer/reports/peak_report.h"
 
 namespace cumemtrace::analyzer {

@@ -1,7 +1,7 @@
 // `cumem-analyze perfetto TRACE.pb -o OUT`: memory over time as a Perfetto trace.
 #include "analyzer/commands/command.h"
 #include "analyzer/commands/timeline_export.h"
-#include "analyzer/render/export_perfetto.h"
+#include "analyzer/export/export_perfetto.h"
 
 namespace cumemtrace::analyzer {
 namespace {

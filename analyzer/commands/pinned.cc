@@ -1,8 +1,8 @@
 // `cumem-analyze pinned TRACE.pb`.
 #include "analyzer/commands/command.h"
 #include "analyzer/commands/report_command.h"
-#include "analyzer/render/json_reports.h"
-#include "analyzer/render/text_reports.h"
+#include "analyzer/render/json/json_reports.h"
+#include "analyzer/render/text/text_reports.h"
 #include "analyzer/reports/pinned_report.h"
 
 namespace cumemtrace::analyzer {

@@ -1,8 +1,8 @@
 // `cumem-analyze pprof TRACE.pb -o OUT`: a gzipped pprof heap profile.
 #include "analyzer/commands/command.h"
 #include "analyzer/commands/timeline_export.h"
-#include "analyzer/render/export_pprof.h"
-#include "analyzer/render/gzip.h"
+#include "analyzer/export/export_pprof.h"
+#include "analyzer/export/gzip.h"
 #include "analyzer/reports/stack_weights.h"
 
 namespace cumemtrace::analyzer {

@@ -5,8 +5,8 @@
 
 #include "analyzer/commands/analyze_step.h"
 #include "analyzer/commands/command.h"
-#include "analyzer/render/json_ranks.h"
-#include "analyzer/render/text_ranks.h"
+#include "analyzer/render/json/json_ranks.h"
+#include "analyzer/render/text/text_ranks.h"
 #include "analyzer/reports/ranks_report.h"
 
 namespace cumemtrace::analyzer {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "analyzer/commands/analyze_step.h"
-#include "analyzer/model/frame_resolver.h"
+#include "analyzer/model/stacks/frame_resolver.h"
 
 namespace cumemtrace::analyzer {
 

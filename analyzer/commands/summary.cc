@@ -1,8 +1,8 @@
 // `cumem-analyze [summary] TRACE.pb`: the default report.
 #include "analyzer/commands/command.h"
 #include "analyzer/commands/report_command.h"
-#include "analyzer/render/json_reports.h"
-#include "analyzer/render/text_reports.h"
+#include "analyzer/render/json/json_reports.h"
+#include "analyzer/render/text/text_reports.h"
 #include "analyzer/reports/summary_report.h"
 
 namespace cumemtrace::analyzer {

@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "analyzer/commands/analyze_step.h"
-#include "analyzer/model/history.h"
+#include "analyzer/model/memory/history.h"
 
 namespace cumemtrace::analyzer {
 

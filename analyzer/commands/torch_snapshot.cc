@@ -2,8 +2,8 @@
 #include <memory>
 
 #include "analyzer/commands/command.h"
-#include "analyzer/model/torch_snapshot.h"
-#include "analyzer/render/export_torch_snapshot.h"
+#include "analyzer/model/torch/torch_snapshot.h"
+#include "analyzer/export/export_torch_snapshot.h"
 
 namespace cumemtrace::analyzer {
 namespace {

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string>
 
-#include "analyzer/model/python_frame_table.h"
-#include "analyzer/model/stack_table.h"
-#include "analyzer/model/symbol_table.h"
+#include "analyzer/model/stacks/python_frame_table.h"
+#include "analyzer/model/stacks/stack_table.h"
+#include "analyzer/model/stacks/symbol_table.h"
 #include "analyzer/model/trace_info.h"
 #include "analyzer/reader/trace_reader.h"
 

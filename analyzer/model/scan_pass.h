@@ -7,11 +7,11 @@
 #include <deque>
 #include <vector>
 
-#include "analyzer/model/allocator_layer.h"
+#include "analyzer/model/torch/allocator_layer.h"
 #include "analyzer/model/analysis.h"
-#include "analyzer/model/driver_memory.h"
+#include "analyzer/model/usage/driver_memory.h"
 #include "analyzer/model/metadata_visitor.h"
-#include "analyzer/model/owners.h"
+#include "analyzer/model/usage/owners.h"
 
 namespace cumemtrace::analyzer {
 

@@ -2,9 +2,9 @@
 #include "analyzer/render/diff_render.h"
 
 #include "absl/strings/str_cat.h"
-#include "analyzer/render/json_common.h"
-#include "analyzer/render/json_writer.h"
-#include "analyzer/render/text_common.h"
+#include "analyzer/render/json/json_common.h"
+#include "analyzer/render/json/json_writer.h"
+#include "analyzer/render/text/text_common.h"
 
 namespace cumemtrace::analyzer {
 namespace {

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "analyzer/model/trace_info.h"
-#include "analyzer/render/text_common.h"
+#include "analyzer/render/text/text_common.h"
 
 namespace cumemtrace::analyzer {
 

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "analyzer/model/phases.h"
-#include "analyzer/render/json_writer.h"
+#include "analyzer/model/usage/phases.h"
+#include "analyzer/render/json/json_writer.h"
 
 namespace cumemtrace::analyzer {
 

@@ -2,7 +2,7 @@
 // trace breaks a bound on memory: a peak over --max-peak, more than --max-leak still live at the end, or any
 // failed allocation (--no-oom). The bounds are tested in a fixed order (peak, leak, failed allocations); the first
 // broken one is the verdict, with where (device, kind, time) and who (the largest group), so that a CI log says
-// what to look at without opening the trace. It reads only the model; render/check_text.h words it.
+// what to look at without opening the trace. It reads only the model; render/text/check_text.h words it.
 #ifndef CUMEMTRACE_ANALYZER_REPORTS_CHECK_H_
 #define CUMEMTRACE_ANALYZER_REPORTS_CHECK_H_
 
@@ -11,7 +11,7 @@
 #include <string>
 
 #include "analyzer/model/analysis.h"
-#include "analyzer/model/frame_resolver.h"
+#include "analyzer/model/stacks/frame_resolver.h"
 #include "analyzer/reports/check_bounds.h"
 #include "analyzer/reports/report_common.h"
 

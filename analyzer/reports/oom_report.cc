@@ -1,7 +1,7 @@
 // The OOM report from the model's failed-allocation records.
 #include "analyzer/reports/oom_report.h"
 
-#include "analyzer/model/cuda_errors.h"
+#include "analyzer/model/memory/cuda_errors.h"
 
 namespace cumemtrace::analyzer {
 

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "analyzer/model/allocator_result.h"
+#include "analyzer/model/torch/allocator_result.h"
 
 namespace cumemtrace::analyzer {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "analyzer/model/analysis.h"
-#include "analyzer/model/frame_resolver.h"
+#include "analyzer/model/stacks/frame_resolver.h"
 
 namespace cumemtrace::analyzer {
 

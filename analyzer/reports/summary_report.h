@@ -7,8 +7,8 @@
 
 #include <vector>
 
-#include "analyzer/model/driver_memory.h"
-#include "analyzer/model/owners.h"
+#include "analyzer/model/usage/driver_memory.h"
+#include "analyzer/model/usage/owners.h"
 #include "analyzer/reports/leak_report.h"
 #include "analyzer/reports/oom_report.h"
 #include "analyzer/reports/peak_report.h"

@@ -2,7 +2,7 @@
 #include "analyzer/reports/symbolic_frame.h"
 
 #include "absl/strings/str_cat.h"
-#include "analyzer/model/frame_class.h"
+#include "analyzer/model/stacks/frame_class.h"
 
 namespace cumemtrace::analyzer {
 namespace {

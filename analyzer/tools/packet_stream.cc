@@ -3,6 +3,7 @@
 #include "analyzer/tools/packet_stream.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -111,6 +112,30 @@ absl::Status TraceFileWriter::Finish() {
   if (!ok || !closed) return absl::InternalError(absl::StrCat("cannot write ", path_, ": ", std::strerror(errno)));
   finished_ = true;
   return absl::OkStatus();
+}
+
+absl::Status RefuseToReplace(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0) return absl::AlreadyExistsError(absl::StrCat(path, " exists; not overwriting it"));
+  return absl::OkStatus();
+}
+
+absl::Status CopyTrace(const std::string& input, const std::string& output, const PacketCopier& packet,
+                       const std::function<absl::Status(TraceFileWriter& out)>& at_end) {
+  absl::StatusOr<std::unique_ptr<PacketStream>> in = PacketStream::Open(input);
+  if (!in.ok()) return in.status();
+  absl::StatusOr<std::unique_ptr<TraceFileWriter>> writer = TraceFileWriter::Create(output);
+  if (!writer.ok()) return writer.status();
+  while (true) {
+    uint32_t field = 0;
+    absl::string_view bytes;
+    absl::StatusOr<bool> more = (*in)->Next(&field, &bytes);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    if (absl::Status s = packet(field, bytes, **writer); !s.ok()) return s;
+  }
+  if (absl::Status s = at_end(**writer); !s.ok()) return s;
+  return (*writer)->Finish();
 }
 
 }  // namespace cumemtrace::analyzer

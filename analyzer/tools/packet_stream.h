@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -50,6 +51,15 @@ class TraceFileWriter {
   std::FILE* file_;
   bool finished_ = false;
 };
+
+// A tool's refusal to replace `path` before it reads anything: AlreadyExists when something is there.
+absl::Status RefuseToReplace(const std::string& path);
+
+// The copy both tools make: every whole packet of `input`, in order, goes through `packet`, which writes what it
+// keeps (as it is, changed, or later); then `at_end` writes what goes last. The new file is `output`.
+using PacketCopier = std::function<absl::Status(uint32_t field, absl::string_view bytes, TraceFileWriter& out)>;
+absl::Status CopyTrace(const std::string& input, const std::string& output, const PacketCopier& packet,
+                       const std::function<absl::Status(TraceFileWriter& out)>& at_end);
 
 }  // namespace cumemtrace::analyzer
 

@@ -3,8 +3,6 @@
 // byte.
 #include "analyzer/tools/redact_command.h"
 
-#include <sys/stat.h>
-
 #include <memory>
 
 #include "absl/container/flat_hash_set.h"
@@ -93,10 +91,7 @@ bool Rewrite(uint32_t field, absl::string_view bytes, const ProgramTree& tree,
 
 absl::StatusOr<std::string> Redact(const RedactOptions& options) {
   if (options.output.empty()) return absl::InvalidArgumentError("redact needs -o OUT.pb");
-  struct stat st;
-  if (stat(options.output.c_str(), &st) == 0) {
-    return absl::AlreadyExistsError(absl::StrCat(options.output, " exists; not overwriting it"));
-  }
+  if (absl::Status s = RefuseToReplace(options.output); !s.ok()) return s;
   Collector c;
   ReadStats stats;
   if (absl::Status s = ReadTrace(options.input, c, &stats); !s.ok()) return s;
@@ -106,26 +101,18 @@ absl::StatusOr<std::string> Redact(const RedactOptions& options) {
   }
   const ProgramTree tree = FindProgramTree(c.header.executable, c.header.argv, python_files);
 
-  absl::StatusOr<std::unique_ptr<PacketStream>> in = PacketStream::Open(options.input);
-  if (!in.ok()) return in.status();
-  absl::StatusOr<std::unique_ptr<TraceFileWriter>> writer = TraceFileWriter::Create(options.output);
-  if (!writer.ok()) return writer.status();
   Counts counts;
   pb::Packet packet;
   std::string rewritten;
-  while (true) {
-    uint32_t field = 0;
-    absl::string_view bytes;
-    absl::StatusOr<bool> more = (*in)->Next(&field, &bytes);
-    if (!more.ok()) return more.status();
-    if (!*more) break;
+  const auto copy = [&](uint32_t field, absl::string_view bytes, TraceFileWriter& out) {
     if (Rewrite(field, bytes, tree, c.file_ids, &packet, &counts)) {
       packet.SerializeToString(&rewritten);
       bytes = rewritten;
     }
-    if (absl::Status s = (*writer)->Write(bytes); !s.ok()) return s;
-  }
-  if (absl::Status s = (*writer)->Finish(); !s.ok()) return s;
+    return out.Write(bytes);
+  };
+  const auto nothing_more = [](TraceFileWriter&) { return absl::OkStatus(); };
+  if (absl::Status s = CopyTrace(options.input, options.output, copy, nothing_more); !s.ok()) return s;
   return absl::StrCat("wrote ", options.output, ": host name removed; argv now: ",
                       absl::StrJoin(RedactArgv(c.header.argv, tree), " "), "\nprogram tree: ",
                       tree.dir.empty() ? "unknown (every absolute path reduced)" : tree.dir,

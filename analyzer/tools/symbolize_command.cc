@@ -12,8 +12,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "analyzer/model/frame_resolver.h"
-#include "analyzer/model/symbol_table.h"
+#include "analyzer/model/stacks/frame_resolver.h"
+#include "analyzer/model/stacks/symbol_table.h"
 #include "analyzer/reader/trace_reader.h"
 #include "analyzer/tools/debug_info.h"
 #include "analyzer/tools/packet_stream.h"
@@ -130,28 +130,17 @@ class Output {
 // Copies every whole packet of `input`, adds `output`'s packets before the trailer (kept last).
 absl::Status WriteTrace(const std::string& input, const std::string& path, const Output& output,
                         uint32_t first_string_id) {
-  absl::StatusOr<std::unique_ptr<PacketStream>> in = PacketStream::Open(input);
-  if (!in.ok()) return in.status();
-  absl::StatusOr<std::unique_ptr<TraceFileWriter>> writer = TraceFileWriter::Create(path);
-  if (!writer.ok()) return writer.status();
   std::string trailer;
-  while (true) {
-    uint32_t field = 0;
-    absl::string_view bytes;
-    absl::StatusOr<bool> more = (*in)->Next(&field, &bytes);
-    if (!more.ok()) return more.status();
-    if (!*more) break;
-    if (field == format::field::packet::kTrailer) {
-      trailer.assign(bytes.data(), bytes.size());
-      continue;
-    }
-    if (absl::Status s = (*writer)->Write(bytes); !s.ok()) return s;
-  }
-  if (absl::Status s = output.WriteTo(**writer, first_string_id); !s.ok()) return s;
-  if (!trailer.empty()) {
-    if (absl::Status s = (*writer)->Write(trailer); !s.ok()) return s;
-  }
-  return (*writer)->Finish();
+  const auto copy = [&](uint32_t field, absl::string_view bytes, TraceFileWriter& out) {
+    if (field != format::field::packet::kTrailer) return out.Write(bytes);
+    trailer.assign(bytes.data(), bytes.size());
+    return absl::OkStatus();
+  };
+  const auto symbols_then_trailer = [&](TraceFileWriter& out) {
+    if (absl::Status s = output.WriteTo(out, first_string_id); !s.ok()) return s;
+    return trailer.empty() ? absl::OkStatus() : out.Write(trailer);
+  };
+  return CopyTrace(input, path, copy, symbols_then_trailer);
 }
 
 }  // namespace
@@ -163,10 +152,7 @@ std::string DefaultSymbolizedPath(const std::string& input) {
 
 absl::StatusOr<std::string> Symbolize(const SymbolizeOptions& options) {
   const std::string output_path = options.output.empty() ? DefaultSymbolizedPath(options.input) : options.output;
-  struct stat st;
-  if (stat(output_path.c_str(), &st) == 0) {
-    return absl::AlreadyExistsError(absl::StrCat(output_path, " exists; not overwriting it"));
-  }
+  if (absl::Status s = RefuseToReplace(output_path); !s.ok()) return s;
   Collector c;
   ReadStats stats;
   if (absl::Status s = ReadTrace(options.input, c, &stats); !s.ok()) return s;

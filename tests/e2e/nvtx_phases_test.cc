@@ -1,4 +1,4 @@
-// End-to-end tests of phases (preload/nvtx_injection.cc, analyzer/model/phases.cc): a program that uses the real
+// End-to-end tests of phases (preload/nvtx_injection.cc, analyzer/model/usage/phases.cc): a program that uses the real
 // NVTX 3 header (tests/e2e/programs/nvtx_phases.cc) runs under the preload with NVTX_INJECTION64_PATH naming it;
 // the trace's Phase packets must be exactly what the program did, in order and placed among its events, and the
 // analyzer's peak inside each phase must be the one the program's allocations make. Without the variable, or with

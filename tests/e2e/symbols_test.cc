@@ -328,7 +328,7 @@ TEST(E2eLines, SymbolizeRestoresFileAndLineOfATraceCutBeforeItsSymbols) {
 
   const std::string before = ReadBytes(out_path);
   const CliResult again = Cli({"symbolize", cut});
-  EXPECT_EQ(again.status, 1);
+  EXPECT_EQ(again.status, 2);
   EXPECT_EQ(again.err, "cumem-analyze: " + out_path + " exists; not overwriting it\n");
   EXPECT_EQ(ReadBytes(out_path), before);
   RemoveRunDir(run);

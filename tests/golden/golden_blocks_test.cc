@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "analyzer/commands/run_cli.h"
-#include "analyzer/model/allocator_map.h"
+#include "analyzer/model/torch/allocator_map.h"
 #include "gtest/gtest.h"
 #include "tests/golden/golden_support.h"
 #include "tests/unit/analyzer/cli_runner.h"

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "analyzer/model/analysis.h"
-#include "analyzer/model/frame_resolver.h"
+#include "analyzer/model/stacks/frame_resolver.h"
 #include "gtest/gtest.h"
 #include "proto/format.h"
 

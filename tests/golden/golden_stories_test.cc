@@ -14,7 +14,7 @@
 
 #include "analyzer/commands/run_cli.h"
 #include "analyzer/model/analysis.h"
-#include "analyzer/model/frame_resolver.h"
+#include "analyzer/model/stacks/frame_resolver.h"
 #include "gtest/gtest.h"
 #include "proto/format.h"
 #include "tests/golden/golden_support.h"

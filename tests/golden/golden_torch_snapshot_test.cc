@@ -39,8 +39,8 @@
 #include <utility>
 #include <vector>
 
-#include "analyzer/render/export_torch_snapshot.h"
-#include "analyzer/model/torch_snapshot.h"
+#include "analyzer/export/export_torch_snapshot.h"
+#include "analyzer/model/torch/torch_snapshot.h"
 #include "gtest/gtest.h"
 #include "tests/golden/golden_support.h"
 #include "tests/unit/analyzer/cli_runner.h"

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "analyzer/render/pickle_writer.h"
+#include "analyzer/export/pickle_writer.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

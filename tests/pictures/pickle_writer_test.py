@@ -1,4 +1,4 @@
-"""PickleWriter (analyzer/render/pickle_writer.h) read back by Python's own pickle module: pickle_writer_sample
+"""PickleWriter (analyzer/export/pickle_writer.h) read back by Python's own pickle module: pickle_writer_sample
 writes every kind of value the writer has, this script loads it and compares it with what it must be, and checks
 that only opcodes PyTorch's memory_viz unpickler (torch/utils/viz/MemoryViz.js) also reads were used.
 Usage: pickle_writer_test.py PICKLE_WRITER_SAMPLE WORKDIR"""

@@ -2,7 +2,7 @@
 // pool, max_split_size, expandable segments, roundup_power2_divisions), the counters memory_stats() keeps
 // (allocation, allocated_bytes, requested_bytes, active_bytes, reserved_bytes, segment) with exact values, pending
 // frees, blocks that predate the tracker, and the segment/block map.
-#include "analyzer/model/allocator_layer.h"
+#include "analyzer/model/torch/allocator_layer.h"
 
 #include "gtest/gtest.h"
 #include "proto/format.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "analyzer/model/analysis.h"
-#include "analyzer/model/memory_model.h"
+#include "analyzer/model/memory/memory_model.h"
 #include "analyzer/reader/reorder_window.h"
 #include "tests/unit/analyzer/trace_builder.h"
 

@@ -1,11 +1,11 @@
 // Reconciliation with the driver's MemorySample packets: each sample is compared with the device memory traced live
 // at its after_seq, whatever order the samples have in the file (hand-worked numbers in DriverTrace's comment).
-#include "analyzer/model/driver_memory.h"
+#include "analyzer/model/usage/driver_memory.h"
 
 #include <limits>
 
 #include "analyzer/model/analysis.h"
-#include "analyzer/render/text_owners.h"
+#include "analyzer/render/text/text_owners.h"
 #include "gtest/gtest.h"
 #include "tests/unit/analyzer/trace_builder.h"
 

@@ -15,7 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "analyzer/render/gzip.h"
+#include "analyzer/export/gzip.h"
 #include "gtest/gtest.h"
 #include "proto/perfetto_trace.pb.h"
 #include "proto/pprof_profile.pb.h"

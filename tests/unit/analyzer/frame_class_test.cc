@@ -1,6 +1,6 @@
 // The user-frame classification as a table: each row a path someone will meet in a real trace and the class a
 // person would give it. The table is the oracle; frame_class.cc must agree with it row by row.
-#include "analyzer/model/frame_class.h"
+#include "analyzer/model/stacks/frame_class.h"
 
 #include "gtest/gtest.h"
 

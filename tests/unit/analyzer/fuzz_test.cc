@@ -6,10 +6,10 @@
 #include <string>
 
 #include "analyzer/model/analysis.h"
-#include "analyzer/render/json_events.h"
-#include "analyzer/render/json_reports.h"
-#include "analyzer/render/text_events.h"
-#include "analyzer/render/text_reports.h"
+#include "analyzer/render/json/json_events.h"
+#include "analyzer/render/json/json_reports.h"
+#include "analyzer/render/text/text_events.h"
+#include "analyzer/render/text/text_reports.h"
 #include "analyzer/reports/summary_report.h"
 #include "gtest/gtest.h"
 #include "tests/unit/analyzer/json_value.h"

@@ -1,5 +1,5 @@
 // JsonWriter: structure, commas, indentation, escaping and invalid UTF-8.
-#include "analyzer/render/json_writer.h"
+#include "analyzer/render/json/json_writer.h"
 
 #include <limits>
 

@@ -1,11 +1,11 @@
 // MemoryModel and Timelines: what each event does to the live set, the per-(device, kind) timelines, the device
 // total (which never counts vmm_mapped, address_reserve or host memory), and peaks.
-#include "analyzer/model/memory_model.h"
+#include "analyzer/model/memory/memory_model.h"
 
 #include <map>
 #include <random>
 
-#include "analyzer/model/stack_groups.h"
+#include "analyzer/model/stacks/grouped_snapshot.h"
 #include "analyzer/reader/api_lookup.h"
 #include "gtest/gtest.h"
 

@@ -1,6 +1,6 @@
 // Owner attribution: the module rules one by one, and Analyze() on a trace whose stacks pass through named
 // libraries, against owner bytes worked out by hand in the comment of OwnersTrace().
-#include "analyzer/model/owners.h"
+#include "analyzer/model/usage/owners.h"
 
 #include <map>
 #include <string>

@@ -1,4 +1,4 @@
-// Phases in the model (analyzer/model/phases.cc) on a built trace with exact numbers: ranges on two threads placed
+// Phases in the model (analyzer/model/usage/phases.cc) on a built trace with exact numbers: ranges on two threads placed
 // among the events by after_seq (all Phase packets come before the events in the file, as the preload may write
 // them), the peak per phase counting what was live when it opened, start/end ranges across threads, the phase of
 // an OOM and of each leak, and --phase / --window narrowing the peaks, OOMs and leaks; plus the command line.
@@ -11,7 +11,7 @@
 
 #include "analyzer/commands/command_line.h"
 #include "analyzer/model/analysis.h"
-#include "analyzer/model/history.h"
+#include "analyzer/model/memory/history.h"
 #include "gtest/gtest.h"
 #include "proto/perfetto_trace.pb.h"
 #include "proto/trace.pb.h"

@@ -1,5 +1,5 @@
 // PinnedTracker: windows, rises (including spikes that come and go inside one window), who allocated, timeline.
-#include "analyzer/model/pinned_tracker.h"
+#include "analyzer/model/usage/pinned_tracker.h"
 
 #include "analyzer/reader/api_lookup.h"
 #include "gtest/gtest.h"

@@ -10,7 +10,7 @@
 #include "analyzer/commands/run_cli.h"
 #include "analyzer/commands/command.h"
 #include "analyzer/commands/command_line.h"
-#include "analyzer/render/json_common.h"
+#include "analyzer/render/json/json_common.h"
 #include "gtest/gtest.h"
 #include "tests/unit/analyzer/cli_runner.h"
 #include "tests/unit/analyzer/json_value.h"

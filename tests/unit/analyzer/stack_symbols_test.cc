@@ -1,7 +1,7 @@
 // Stack table, symbol table, frame resolution, demangling and CUDA error names.
-#include "analyzer/model/cuda_errors.h"
-#include "analyzer/model/demangle.h"
-#include "analyzer/model/frame_resolver.h"
+#include "analyzer/model/memory/cuda_errors.h"
+#include "analyzer/model/stacks/demangle.h"
+#include "analyzer/model/stacks/frame_resolver.h"
 #include "gtest/gtest.h"
 
 namespace cumemtrace::analyzer {

@@ -1,5 +1,5 @@
 // Text formatting: sizes, seconds, dates, names.
-#include "analyzer/render/text_common.h"
+#include "analyzer/render/text/text_common.h"
 
 #include "gtest/gtest.h"
 

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "analyzer/model/allocator_map.h"
+#include "analyzer/model/torch/allocator_map.h"
 #include "analyzer/model/analysis.h"
 #include "analyzer/reports/leak_report.h"
 #include "analyzer/reports/oom_report.h"

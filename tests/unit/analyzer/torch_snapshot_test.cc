@@ -1,4 +1,4 @@
-// torch-snapshot's pass (model/torch_snapshot.h) and its files, on a trace built by hand that holds what the
+// torch-snapshot's pass (model/torch/torch_snapshot.h) and its files, on a trace built by hand that holds what the
 // example traces do not: a torch.free row, a block still pending its free at the end, a free of a block never
 // allocated, expandable segments (mapped ranges that merge and split, one of each pool), a failed request, a second
 // device, and PyTorch's block rules as the allocator layer applies them (a large block that keeps an unsplit
@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/render/export_torch_snapshot.h"
-#include "analyzer/model/torch_snapshot.h"
+#include "analyzer/export/export_torch_snapshot.h"
+#include "analyzer/model/torch/torch_snapshot.h"
 #include "gtest/gtest.h"
 #include "tests/unit/analyzer/cli_runner.h"
 #include "tests/unit/analyzer/json_value.h"

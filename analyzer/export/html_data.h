@@ -1,0 +1,37 @@
+// The data an HTML report inlines: one compact JSON document (strings, frames and stacks each written once and
+// referred to by index; timelines as bucketed arrays) that the page's script draws. Its size depends on buckets,
+// snapshots and unique stacks kept, never on the number of events. docs/json.md ("html data") describes it.
+//
+// The segment/block map of PyTorch's caching allocator has a hook here (HtmlExtras::allocator_json): the allocator
+// layer fills it with its own JSON when a trace has blocks, and the page draws it when present; absent otherwise.
+#ifndef CUMEMTRACE_ANALYZER_EXPORT_HTML_DATA_H_
+#define CUMEMTRACE_ANALYZER_EXPORT_HTML_DATA_H_
+
+#include <string>
+
+#include "analyzer/model/analysis.h"
+#include "analyzer/model/memory/history.h"
+
+namespace cumemtrace::analyzer {
+
+struct HtmlDataOptions {
+  GroupingOptions grouping{GroupBy::kUser, ""};  // how the page's tables group stacks (--group-by)
+  size_t snapshot_stacks = 400;  // stacks kept per peak/OOM snapshot, largest first; the rest summed
+  size_t leaks = 200;            // leak stacks listed
+  size_t ooms = 200;             // failed allocations marked (the first ones)
+  size_t pinned_windows = 20;    // pinned windows listed, largest rise first
+};
+
+struct HtmlExtras {
+  // JSON value for the "allocator" member (segments and blocks per device over time), or "" when the trace has
+  // none. Filled by the caching-allocator layer.
+  std::string allocator_json;
+};
+
+// `analysis` analyzed with GroupBy::kStack (per-stack snapshots, uncapped), `history` read from the same trace.
+std::string HtmlData(const Analysis& analysis, const History& history, const HtmlDataOptions& options,
+                     const HtmlExtras& extras = {});
+
+}  // namespace cumemtrace::analyzer
+
+#endif  // CUMEMTRACE_ANALYZER_EXPORT_HTML_DATA_H_

@@ -1,0 +1,150 @@
+// PyTorch's caching allocator as text (see text_torch.h). Layout only.
+#include "analyzer/render/text/text_torch.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "analyzer/render/text/text_common.h"
+
+namespace cumemtrace::analyzer {
+namespace {
+
+std::string OutsideText(const OomVerdict& v) {
+  std::vector<std::string> parts;
+  for (const OutsideOwner& o : v.outside) {
+    parts.push_back(absl::StrCat(Printable(o.name.display_name), " ", HumanBytes(o.bytes)));
+  }
+  if (v.has_outside_untraced && v.outside_untraced_bytes != 0) {
+    parts.push_back(absl::StrCat("not traced (CUDA context, other processes) ", HumanBytes(v.outside_untraced_bytes)));
+  }
+  return parts.empty() ? std::string("none seen") : absl::StrJoin(parts, ", ");
+}
+
+std::string WhereOf(const ResolvedGroup& g) {
+  std::string where = WhereText(g.label);
+  return where.empty() ? absl::StrCat("stack #", g.stack_id) : where;
+}
+
+}  // namespace
+
+void AppendTorchLayerNote(const TorchLayerSummary& l, std::string* out) {
+  if (!l.present) return;
+  absl::StrAppend(out, "PyTorch's caching allocator: ",
+                  l.attached ? "blocks traced" : "blocks traced (no attach record)",
+                  l.config.empty() ? std::string(", default config")
+                                   : absl::StrCat(", PYTORCH_CUDA_ALLOC_CONF=", Printable(l.config)));
+  if (!l.estimate) {
+    absl::StrAppend(out, "; block extents reconstructed exactly\n");
+    return;
+  }
+  std::vector<std::string> why;
+  if (!l.unmodelled.empty()) {
+    std::vector<std::string> settings;
+    for (const std::string& s : l.unmodelled) settings.push_back(Printable(s));
+    why.push_back(absl::StrCat("settings not modelled: ", absl::StrJoin(settings, ", ")));
+  }
+  if (l.attached && !l.at_first_segment) why.push_back("attached after the allocator's first segment");
+  if (l.mismatches != 0) why.push_back(Plural(l.mismatches, "event the layout disagreed with", "events the layout disagreed with"));
+  if (l.estimated_blocks != 0) why.push_back(Plural(l.estimated_blocks, "block estimated", "blocks estimated"));
+  absl::StrAppend(out, "; allocated bytes are ESTIMATES (", absl::StrJoin(why, "; "), ")\n");
+}
+
+void AppendTorchPeaks(const std::vector<TorchPeakSection>& sections, bool details, std::string* out) {
+  for (const TorchPeakSection& s : sections) {
+    absl::StrAppendFormat(out,
+                          "%s, PyTorch tensors: allocated peak %s in %s at %s (requested bytes peak %s); "
+                          "reserved peak %s at %s, of which %s allocated and %s reserved but unallocated\n",
+                          DeviceName(s.device), HumanBytes(s.allocated_peak_bytes),
+                          Plural(s.allocated_peak_count, "tensor", "tensors"), Seconds(s.allocated_peak_time_ns),
+                          HumanBytes(s.requested_peak_bytes), HumanBytes(s.reserved_peak_bytes),
+                          Seconds(s.reserved_peak_time_ns), HumanBytes(s.allocated_at_reserved_peak),
+                          HumanBytes(s.unallocated_at_reserved_peak));
+    absl::StrAppendFormat(out, "  at the end: %s allocated in %s, %s reserved, largest cached free block %s\n",
+                          HumanBytes(s.at_end.allocated_bytes), Plural(s.at_end.allocations, "tensor", "tensors"),
+                          HumanBytes(s.at_end.reserved_bytes), HumanBytes(s.at_end.largest_free_block));
+    if (!s.at_allocated_peak.empty()) {
+      absl::StrAppend(out, "  tensors live at the allocated peak:\n");
+      AppendGroups(s.at_allocated_peak, s.allocated_peak_other_bytes, s.allocated_peak_other_count,
+                   s.allocated_peak_groups, out);
+    }
+    if (details && !s.at_reserved_peak.empty()) {
+      absl::StrAppend(out, "  tensors live at the reserved peak:\n");
+      AppendGroups(s.at_reserved_peak, s.reserved_peak_other_bytes, s.reserved_peak_other_count,
+                   s.reserved_peak_groups, out);
+    }
+    out->push_back('\n');
+  }
+}
+
+std::string VerdictText(const OomVerdict& v, const std::vector<ResolvedGroup>& tensors) {
+  switch (v.cause) {
+    case OomCause::kFragmentation: {
+      std::string out = absl::StrFormat(
+          "fragmentation: %s reserved by PyTorch but unallocated, cached in blocks of at most %s, for a request of %s",
+          HumanBytes(v.reserved_unallocated_bytes), HumanBytes(v.largest_free_block), HumanBytes(v.request_bytes));
+      if (!v.expandable_segments) absl::StrAppend(&out, "; expandable_segments:True would have avoided it");
+      return out;
+    }
+    case OomCause::kLiveTensors: {
+      std::string out = absl::StrFormat("live tensors: the tensors live at the OOM need %s (%s)",
+                                        HumanBytes(v.allocated_bytes), Plural(v.tensors, "tensor", "tensors"));
+      if (!tensors.empty()) {
+        absl::StrAppendFormat(&out, ": %s from %s", HumanBytes(tensors.front().bytes), WhereOf(tensors.front()));
+      }
+      absl::StrAppendFormat(&out, "; %s more than PyTorch's free cache and the device's free memory",
+                            HumanBytes(v.shortfall_bytes));
+      return out;
+    }
+    case OomCause::kOutsidePytorch:
+      return absl::StrFormat("memory outside PyTorch: %s (%s), against %s of tensors",
+                             HumanBytes(v.outside_traced_bytes + v.outside_untraced_bytes), OutsideText(v),
+                             HumanBytes(v.allocated_bytes));
+  }
+  return "";
+}
+
+void AppendTorchOom(const TorchOomEntry& o, bool details, std::string* out) {
+  const OomVerdict& v = o.verdict;
+  absl::StrAppendFormat(out, "seq %d at %s: PyTorch's allocator could not find %s on %s (thread %s)\n", o.seq,
+                        Seconds(o.time_ns), HumanBytes(v.request_bytes), DeviceName(o.device),
+                        ThreadLabel(static_cast<uint32_t>(o.thread), o.thread_name));
+  absl::StrAppend(out, "  verdict: ", VerdictText(v, o.tensors), "\n");
+  absl::StrAppendFormat(out,
+                        "  PyTorch: %s allocated in %s, %s reserved, %s reserved but unallocated (largest free "
+                        "block %s, %s waiting for streams)\n",
+                        HumanBytes(v.allocated_bytes), Plural(v.tensors, "tensor", "tensors"),
+                        HumanBytes(v.reserved_bytes), HumanBytes(v.reserved_unallocated_bytes),
+                        HumanBytes(v.largest_free_block), HumanBytes(v.pending_free_bytes));
+  absl::StrAppendFormat(out, "  device: %s free%s; outside PyTorch: %s\n", HumanBytes(v.driver_free_bytes),
+                        v.device_total_bytes != 0 ? absl::StrCat(" of ", HumanBytes(v.device_total_bytes)) : "",
+                        OutsideText(v));
+  if (!details) return;
+  if (!o.tensors.empty()) {
+    absl::StrAppend(out, "  tensors live then, by group:\n");
+    AppendGroups(o.tensors, o.tensor_other_bytes, o.tensor_other_count, o.tensor_groups, out);
+  }
+  if (!o.tensors_by_python.empty()) {
+    absl::StrAppend(out, "  tensors live then, by Python frame:\n");
+    AppendGroups(o.tensors_by_python, o.python_other_bytes, o.python_other_count, o.python_groups, out);
+  }
+}
+
+std::string TorchLeakDiagnosis(const LeakReport& r) {
+  std::string out = absl::StrFormat("%s in %s still live %s (%s requested)", HumanBytes(r.tensor_allocated_bytes),
+                                    Plural(r.tensor_count, "PyTorch tensor", "PyTorch tensors"),
+                                    r.clean_end ? "at exit" : "when the trace ended",
+                                    HumanBytes(r.tensor_requested_bytes));
+  for (const LeakEntry& e : r.top) {
+    if (std::string_view(e.kind) != "torch_block") continue;
+    std::string where = WhereText(e.label);
+    if (where.empty()) where = absl::StrCat("stack #", e.stack_id);
+    absl::StrAppendFormat(&out, "; %s of it at %s", HumanBytes(e.bytes), where);
+    if (e.growth.front() < e.growth.back()) absl::StrAppend(&out, ", growing over the run");
+    break;
+  }
+  absl::StrAppendFormat(&out, ". PyTorch's cache kept %s reserved beyond them: cached by PyTorch, not a leak\n",
+                        HumanBytes(r.pytorch_cached_bytes));
+  return out;
+}
+
+}  // namespace cumemtrace::analyzer
