@@ -1,6 +1,7 @@
 /* What one clock read costs on this machine: the preload reads CLOCK_MONOTONIC once per event (its time) and more
    on the events it clocks for the trailer's recorder_*_ns, each part of which holds one read. Prints the mean of a
-   million back-to-back reads, three times, and the kernel's clock source (docs/performance.md, run 11).
+   million back-to-back reads, three times, and the kernel's clock source (docs/performance.md gives the GPU
+   machine's: 32-36 ns).
    Build and run: cc -O2 bench/clock_cost.c -o /tmp/clock_cost && /tmp/clock_cost */
 #include <stdio.h>
 #include <time.h>

@@ -53,8 +53,8 @@ perf_ok=1
 rm -f "$WORK/trace.pb"
 args=("$PERF_PAIRS" "$DEPTH" 1000)
 # Through env, after perf: with LD_PRELOAD set on perf itself, perf is the first process to load the preload and
-# the workload it starts stays passive (only the first process traces), so perf would sample an untraced run (the
-# profiles of 2026-11-23 and the first of 2026-11-24 did). The trace file proves the run was traced.
+# the workload it starts stays passive (only the first process traces), so perf would sample an untraced run and
+# nothing would say so. The trace file proves the run was traced.
 perf record -q -e cpu-clock -o "$WORK/cumem.perf" -- env LD_PRELOAD="$PRELOAD" CUMEMTRACE_OUTPUT="$WORK/trace.pb" \
   "$WORKLOAD" cuda "${args[@]}" >/dev/null 2>&1 || perf_ok=0
 [[ -s $WORK/trace.pb ]] || { echo "profile.sh: the traced perf run wrote no trace" >&2; exit 1; }

@@ -4,15 +4,16 @@ machine (issue 8's benchmark; results go to docs/performance.md).
 
 Runs tests/gpu/workloads/gpt2_overhead.py (GPT-2 built from a config, AdamW) once per mode below, all processes at
 once, each as a server that runs steps on request; the driver then gives every mode a turn of --steps steps, turn
-after turn in a rotating order, so that the machine's drift (step times on the shared GPU machine varied by 2x
+after turn in a rotating order, so that the machine's drift (step times on the shared GPU machine varied widely
 between one-mode-per-process runs minutes apart) falls on every mode alike; short turns (a few steps) pair the
 modes closely in time. The first turn is a warm-up. With --cpus every process is pinned to the same CPUs (only one
 runs at a time), so that no mode gains or loses by the cores the scheduler happens to give it. Reported: the median
 ms per step over all counted steps, the ratio to untraced turn by turn (median, min-max), and each traced mode's
 overhead as a fraction of the history's from the turns' paired differences, with a bootstrap interval. Identical
-processes differ by ~3 % of the step for their whole life (not their hash seed, not their layout: run 14's A/A test),
-so the interval narrows only with more processes: --waves runs groups of --replicas processes per mode one after
-another, and the bootstrap resamples processes within their wave (run 14: 88 per mode for about +-0.08).
+processes differ by ~3 % of the step for their whole life (docs/performance.md's A/A test: neither their hash seed
+nor their layout is the cause), so the interval narrows only with more processes: --waves runs groups of --replicas
+processes per mode one after another, and the bootstrap resamples processes within their wave (docs/performance.md:
+88 processes per mode put the ratio's interval at 0.35-0.50).
 
   plain      untraced
   history    torch.cuda.memory._record_memory_history(stacks="python")
@@ -51,7 +52,7 @@ CONFIGS = {
 }
 # cumemtrace variants: extra environment for the preload ("old": --old-preload, another build, its defaults).
 VARIANTS = {
-    "depth16": {"CUMEMTRACE_TORCH_STACK_DEPTH": "16"},  # the default since run 12 (32 before)
+    "depth16": {"CUMEMTRACE_TORCH_STACK_DEPTH": "16"},  # the default, named against an --old-preload that had 32
     "torchdepth32": {"CUMEMTRACE_TORCH_STACK_DEPTH": "32"},
     "torchdepth64": {"CUMEMTRACE_TORCH_STACK_DEPTH": "64"},
     "nopython": {"CUMEMTRACE_PYTHON": "0"},
@@ -163,8 +164,8 @@ def finish(w, args):
 def merge_replicas(results, config):
     """The processes of each mode of `config` (its --replicas) as one: every step, the turns (each the mean of the
     processes' turn medians, so turn t still pairs the modes), the processes' own turn lists for the bootstrap, the
-    processes' medians, and the trace figures' medians over the traced processes (a mean let one process's total,
-    clocked on 1 event in 16, swing the row: 1230-3460 ns per row between processes in run 12's call 6)."""
+    processes' medians, and the trace figures' medians over the traced processes (a mean would let one process's
+    total, clocked on 1 event in 16, swing the row)."""
     by_mode = {}
     for r in results:
         if r["config"] != config or r.get("exit") != 0 or "median_ms" not in r:
@@ -206,9 +207,9 @@ def overhead_ratio_interval(by_mode, mode, key="round_medians_ms", resamplings=2
     """mode's overhead / the history's, from the turns' paired differences: in each turn (the modes back to back) a
     mode's step time (its processes' mean of their turn medians) minus untraced's; the ratio is the median of mode's
     differences over the median of the history's. With a 95 % bootstrap interval that resamples the turns and, per
-    mode, its processes (within their wave): identical untraced processes on the GPU machine differed by 3 to 6 % for
-    a minute at a time (docs/performance.md, run 11), a bias no number of turns of one process averages out. key:
-    the turns' wall times, or (round_cpu_medians_ms) the CPU time of the process's threads."""
+    mode, its processes (within their wave): identical untraced processes on the GPU machine differ by a few percent
+    of the step for their whole life (docs/performance.md's A/A test), a bias no number of turns of one process
+    averages out. key: the turns' wall times, or (round_cpu_medians_ms) the CPU time of the process's threads."""
     compared = ("plain", "history", mode)
     # Only the waves that ran all three modes (a variant may have run in fewer of them): each mode then has the
     # same processes per wave, and a wave's drift cancels in the differences.
@@ -230,8 +231,8 @@ def overhead_ratio_interval(by_mode, mode, key="round_medians_ms", resamplings=2
         return statistics.median(d[mode]) / history if history > 0 else float("nan")
 
     everything = {m: range(len(runs)) for m, runs in reps.items()}
-    # Processes are resampled within their wave: a wave's processes ran over the same minutes, and waves differed
-    # by up to 15 % of the step in every mode alike (run 14), so each resampling keeps every mode's count per wave.
+    # Processes are resampled within their wave: a wave's processes ran over the same minutes, and a whole wave can
+    # be slower or faster in every mode alike, so each resampling keeps every mode's count per wave.
     strata = {}
     for m in reps:
         waves = waves_of[m]
@@ -368,7 +369,8 @@ def main():
     p.add_argument("--replicas", type=int, default=1, help="processes per mode (their differences are noise too)")
     p.add_argument("--waves", type=int, default=1,
                    help="run the --replicas processes per mode this many times, one wave after another: processes "
-                        "differ by 3 %% of the step, so the ratio's interval narrows only with more of them (run 14)")
+                        "differ by ~3 %% of the step (docs/performance.md), so the ratio's interval narrows only with "
+                        "more of them")
     p.add_argument("--cpus", type=cpu_list, default=set(), help="pin every mode's process to these CPUs, e.g. 2-5")
     p.add_argument("--modes", default="plain,history,cumem",
                    help="the modes to run before the --variants (an A/A test of the noise: plain alone)")

@@ -7,7 +7,8 @@ warm-up; prints one JSON line: {"pairs": N, "python_depth": D, "native_depth": F
 
 EVICT_KB > 0 writes that many KiB of memory between pairs, as PyTorch's own work between two allocations does: the
 preload's tables then meet the cold caches they meet on the GPU machine (its unwinding cost ~40 ns per frame there,
-~10 here without eviction; docs/performance.md, run 11). ns_per_pair then includes the writing.
+~10 here without eviction; docs/performance.md, "Where the preload's time goes"). ns_per_pair then includes the
+writing.
 
 Usage: python3 torch_workload.py PAIRS PYTHON_DEPTH NATIVE_DEPTH [WARMUP_PAIRS] [EVICT_KB]
 Needs the fake libcuda.so.1 and the fake torch/libc10_cuda.so on the library path (bench/torch_instructions.sh

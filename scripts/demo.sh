@@ -24,7 +24,7 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && gre
 else
   cmake --build "$build_dir" --target cumem-analyze
   trace=examples/story_oom_blocks_h100.pb
-  echo "demo: no GPU here; reporting on $trace, captured on an NVIDIA H100 (docs/validation.md run 7):"
+  echo "demo: no GPU here; reporting on $trace, captured on an NVIDIA H100 (examples/README.md):"
   echo "      a PyTorch validation loop that keeps its outputs on the GPU until PyTorch runs out of memory,"
   echo "      with PyTorch's tensors (caching-allocator blocks) as well as its segments"
 fi

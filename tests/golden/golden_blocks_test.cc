@@ -1,7 +1,8 @@
-// PyTorch's caching-allocator layer on real traces from an H100 (docs/validation.md, run 7): GPT-2 training with
-// checkpoints, a fragmentation OOM, the validation-OOM and slow-leak stories, each traced with the block layer. Beside
-// each trace lies the truth JSON its workload wrote on the GPU machine (tests/gpu/workloads/*.py): memory_stats() at
-// each checkpoint, PyTorch's OOM figures, the script's own lines. Every expected figure is read from that JSON.
+// PyTorch's caching-allocator layer on real traces from an H100 (examples/README.md says how each was made): GPT-2
+// training with checkpoints, a fragmentation OOM, the validation-OOM and slow-leak stories, each traced with the block
+// layer. Beside each trace lies the truth JSON its workload wrote on the GPU machine (tests/gpu/workloads/*.py):
+// memory_stats() at each checkpoint, PyTorch's OOM figures, the script's own lines. Every expected figure is read from
+// that JSON.
 //
 // A checkpoint of gpt2_blocks_h100.pb is tied to the trace by a marker: right after PyTorch's figures were read, the
 // workload made one driver allocation of 777 + index bytes (tests/gpu/workloads/allocator_common.py); the allocator

@@ -1,7 +1,8 @@
-// The real traces in examples/ were captured on an NVIDIA H200 (docs/validation.md, run 1), where the programs'
-// own oracles gave the figures below: PyTorch's memory_stats/host_memory_stats and compute-sanitizer's leak check.
-// The analyzer must keep deriving exactly those figures from the traces, on a machine without the binaries (this
-// one): function names come from the traces' own symbols.
+// The real traces leaky_h200.pb and torch_train_pinned_h200.pb in examples/ were captured on an NVIDIA H200
+// (examples/README.md says how), where the programs' own oracles gave the figures below: PyTorch's
+// memory_stats/host_memory_stats and compute-sanitizer's leak check. The analyzer must keep deriving exactly those
+// figures from the traces, on a machine without the binaries (this one): function names come from the traces' own
+// symbols.
 #include <cstdint>
 #include <string>
 

@@ -1,9 +1,9 @@
-// The PyTorch stories traced on 2x NVIDIA H200 (docs/validation.md, run 5): a validation loop that runs out of
-// memory, a loop that leaks every step's loss, a DataLoader pinning batches, and DDP on two GPUs. Beside each trace
-// lies the truth JSON the workload wrote on the GPU machine (tests/gpu/workloads/*.py): PyTorch's own counters and the
-// script's marked lines. Every expected figure here is read from that JSON, never copied from the analyzer's
-// output, and the reports come from cumem-analyze itself (RunCli, in-process) with its defaults, as a user runs
-// it; the DDP allocator peak uses the library with one group per stack, as the existing golden test does.
+// The PyTorch stories traced on 2x NVIDIA H200 (examples/README.md says how each was made): a validation loop that runs
+// out of memory, a loop that leaks every step's loss, a DataLoader pinning batches, and DDP on two GPUs. Beside each
+// trace lies the truth JSON the workload wrote on the GPU machine (tests/gpu/workloads/*.py): PyTorch's own counters
+// and the script's marked lines. Every expected figure here is read from that JSON, never copied from the analyzer's
+// output, and the reports come from cumem-analyze itself (RunCli, in-process) with its defaults, as a user runs it; the
+// DDP allocator peak uses the library with one group per stack, as the existing golden test does.
 #include <algorithm>
 #include <cstdint>
 #include <fstream>

@@ -1,7 +1,7 @@
-// torch-snapshot's segments on the real H100 traces (docs/validation.md, run 7) against PyTorch's own figures, read
-// from the truth JSON each workload wrote on the GPU machine: torch.cuda.memory_stats() and the active blocks of
-// PyTorch's own _snapshot() at checkpoints, memory_stats() at an OOM and at the end of a script. Nothing expected
-// comes from the analyzer.
+// torch-snapshot's segments on the real H100 traces in examples/ (examples/README.md says how each was made) against
+// PyTorch's own figures, read from the truth JSON each workload wrote on the GPU machine: torch.cuda.memory_stats() and
+// the active blocks of PyTorch's own _snapshot() at checkpoints, memory_stats() at an OOM and at the end of a script.
+// Nothing expected comes from the analyzer.
 //
 // What PyTorch's figures are, in terms of the snapshot's segments (the same relations PyTorch's _snapshot() and
 // memory_stats() keep between themselves), each checked with tolerance zero:

@@ -1,6 +1,6 @@
 """The GPU suite's fixtures: run a workload under the preload (and untraced where a relation needs it), hand back the
 workload's own figures (its truth JSON, printed lines, exit status) and what `cumem-analyze --json` says about the
-trace; and write the results table that docs/validation.md quotes.
+trace; and write the results table from which docs/validation.md takes its latest figures.
 
 Why one runner: every module asks for workloads by name (WORKLOADS below); a workload runs once per session however
 many relations read it, under a per-run timeout and a session budget (--budget: a run that would start later is

@@ -1,7 +1,7 @@
 """PyTorch's other allocator modes, each reaching the driver another way: expandable segments (cuMemCreate/cuMemMap
 through cudaGetDriverEntryPointByVersion), backend:cudaMallocAsync (stream-ordered pool), and no caching (one
-cudaMalloc per tensor). Workloads: torch_expandable.py, torch_async.py, torch_nocache.py. Run 2 of
-docs/validation.md (and 5, 6)."""
+cudaMalloc per tensor). Workloads: torch_expandable.py, torch_async.py, torch_nocache.py. Latest figures:
+docs/validation.md."""
 import pytest
 
 from tracekit import C10_CUDA, fmt_bytes, has_module, is_c10_device, to_int

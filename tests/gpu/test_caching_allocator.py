@@ -1,7 +1,7 @@
 """PyTorch's caching allocator seen from the driver: its segments (stacks through libc10_cuda.so) against PyTorch's
 own counters, the analyzer's peak against an independent replay, and the whole process against the driver. Also
 CUDA graphs and torch.compile (row 2). Workloads: torch_train_pinned.py (MLP training with a pinned DataLoader),
-graphs_compile.py. Runs 1, 2, 5 and 6 of docs/validation.md."""
+graphs_compile.py. Latest figures: docs/validation.md."""
 import collections
 
 import pytest
@@ -91,7 +91,7 @@ def test_live_device_memory_within_driver_used_at_least_free_sample(suite, row):
 
 
 def test_memory_outside_the_caching_allocator(suite, row):
-    """device memory outside the caching allocator: attributed to its library (cuBLAS: 6 = 128.25 MiB in runs 1-6)"""
+    """device memory outside the caching allocator: attributed to its library (cuBLAS; see docs/validation.md)"""
     run = suite.run("torch_train")
     others = run.trace.allocs(lambda e: e.kind in DEVICE_SIDE_KINDS and e.device >= 0 and
                               not has_module(e.stack, C10_CUDA))

@@ -1,6 +1,6 @@
 """CUPTI beside the preload: torch.profiler keeps all its CUDA activity under cumemtrace (which never subscribes
 unless asked), and with CUMEMTRACE_CUPTI=1 cumemtrace's own CUPTI source subscribes and finds nothing that
-interposition missed. Workloads: torch_step.py (--profile), cupy_pool.py. Runs 5, 6 of docs/validation.md."""
+interposition missed. Workloads: torch_step.py (--profile), cupy_pool.py. Latest figures: docs/validation.md."""
 import pytest
 
 from tracekit import to_int

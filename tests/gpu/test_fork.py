@@ -1,5 +1,5 @@
 """Fork (CUMEMTRACE_FOLLOW_FORK=1) with a DataLoader whose workers fork: the program computes what it computes
-untraced, nothing crashes, and the parent's trace reads cleanly. Workload: dataloader_pin.py. Runs 5, 6."""
+untraced, nothing crashes, and the parent's trace reads cleanly. Workload: dataloader_pin.py."""
 import re
 
 from tracekit import same_checksum

@@ -1,6 +1,6 @@
 """Frameworks that never call cudaMalloc: CuPy (static cudart, driver through cuGetProcAddress) against its pool's
 own counters, and JAX/XLA (dlopen + dlsym, cuMemCreate) against its memory_stats. Workloads: cupy_pool.py,
-jax_prealloc.py, jax_noprealloc.py. Run 2 of docs/validation.md (and 5, 6)."""
+jax_prealloc.py, jax_noprealloc.py. Latest figures: docs/validation.md."""
 import pytest
 
 from tracekit import DEVICE_SIDE_KINDS, fmt_bytes, to_int

@@ -1,6 +1,6 @@
 """The slow-leak story (story 2): a loop keeps every step's loss and graph; the leak report's top group names the
 loop's line and grows, and the caching allocator's live bytes follow memory_reserved() step by step. Workload:
-story_leak.py. Runs 5, 6 of docs/validation.md."""
+story_leak.py. Latest figures: docs/validation.md."""
 import os
 
 import pytest

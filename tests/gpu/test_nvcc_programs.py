@@ -1,6 +1,6 @@
 """Programs nvcc builds: leaky.cu with nvcc's default static cudart and with a shared one (three planted leaks, memory
 of every kind properly freed) against compute-sanitizer --leak-check full and the addresses the program printed;
-driver_api.cu (no runtime at all) against its own printed ledger, event by event. Runs 1, 2, 5, 6."""
+driver_api.cu (no runtime at all) against its own printed ledger, event by event."""
 import collections
 
 import pytest
@@ -47,7 +47,7 @@ def test_leak_report_matches_sanitizer(suite, row, name):
     """`leaks` report: entries from leak_* functions == compute-sanitizer's leaks (bytes, count)"""
     program, args = LEAKY[name]
     if name == "leaky_noreset":
-        # Without cudaDeviceReset the sanitizer lists no leak: the plan is the oracle (run 1).
+        # Without cudaDeviceReset the sanitizer lists no leak: the plan is the oracle.
         oracle = (sum(b for b, _ in PLANTED_FUNCTIONS.values()), sum(c for _, c in PLANTED_FUNCTIONS.values()))
     else:
         leaks, _ = parse_sanitizer(suite.sanitizer(program, args))

@@ -1,6 +1,6 @@
 """Failed allocations: the validation-OOM story (story 1: training fits, validation keeps its outputs until
 cudaMalloc fails; the report names the validation line) and leaky's planted cudaMalloc(2^50). Workloads:
-story_oom.py, leaky.cu (static and shared cudart). Runs 1, 5, 6 of docs/validation.md."""
+story_oom.py, leaky.cu (static and shared cudart). Latest figures: docs/validation.md."""
 import os
 
 import pytest
@@ -46,7 +46,7 @@ def test_failed_request_is_one_output(suite, row):
 def test_live_at_failure_covers_reserved(suite, row):
     """validation OOM: live at the failure that raised (the last) >= memory_reserved() at the raise
     (PyTorch retries a failed cudaMalloc after releasing cached segments: an earlier failure can be one it recovered
-    from, run 8 on an H100; and the segments it released are gone at the last failure, run 13 on an H200, so the
+    from, as seen on an H100; and the segments it released are gone at the last failure, as seen on an H200, so the
     reserved figure is the one read in the except block, not the one after the last kept output)"""
     run, _ = _first_oom(suite)
     last = (run.report("oom").get("ooms") or [])[-1]

@@ -1,6 +1,6 @@
 """What tracing costs on a GPU: a loop of tensor allocations without caching (two events per iteration), untraced,
 traced without Python frames and with them; every event is recorded, and the cost per event is reported (the CPU
-benchmark in bench/ is where it is measured precisely: docs/performance.md). Workload: cost_loop.py. Runs 5, 6."""
+benchmark in bench/ is where it is measured precisely: docs/performance.md). Workload: cost_loop.py."""
 import pytest
 
 from tracekit import to_int

@@ -1,6 +1,6 @@
 """Pinned host memory: PyTorch's CachingHostAllocator (cudaHostAlloc, and cudaHostRegister mode) against
 host_memory_stats, the thread that pins (`pt_data_pin`), and the pinned report's spikes with their DataLoader
-frames (story 3 / row 7b). Workloads: torch_train_pinned.py, pinned_register.py, dataloader_pin.py. Runs 1, 5, 6."""
+frames (story 3 / row 7b). Workloads: torch_train_pinned.py, pinned_register.py, dataloader_pin.py."""
 from tracekit import (fmt_bytes, has_module, host_stats_key, is_torch_pinned, norm_stack, python_frames,
                       same_checksum, to_int)
 

@@ -1,6 +1,6 @@
 """Python frames on the GPU machine's own Python (3.12; the CPU tests prove 3.11): the e2e ctypes script against the
 fake driver (its `# LINE:` markers are the oracle), and real PyTorch, whose training stacks must reach the script's
-own lines. Read with trace_python_frames.py, which decodes the trace itself (no analyzer involved). Runs 3, 6."""
+own lines. Read with trace_python_frames.py, which decodes the trace itself (no analyzer involved)."""
 import json
 import os
 import re

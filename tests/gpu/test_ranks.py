@@ -1,6 +1,6 @@
 """A multi-GPU job (story 6): torchrun with 2 ranks of DDP over NCCL under `cumemtrace --follow-exec -o run.%r.pb`:
 one trace per rank, each rank's caching-allocator peak equal to its reserved_bytes.all.peak, NCCL named as an
-owner, and `cumem-analyze ranks` listing both. Workload: ddp_train.py. Needs two GPUs. Runs 5, 6."""
+owner, and `cumem-analyze ranks` listing both. Workload: ddp_train.py. Needs two GPUs."""
 import pytest
 
 from tracekit import fmt_bytes, is_c10_device, to_int

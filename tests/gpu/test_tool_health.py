@@ -1,6 +1,6 @@
 """Every traced workload: the program runs as it would untraced (same exit status), and the trace is whole (a
 trailer, no dropped events, no wrapper slot exhausted; the coverage workloads also 0 unwind failures and every free
-paired with a traced allocation). Runs 2, 5 and 6 of docs/validation.md checked these for each workload."""
+paired with a traced allocation), checked for each workload."""
 import pytest
 
 from conftest import WORKLOADS
@@ -10,7 +10,7 @@ WITH_PLAIN = {"torch_nocache", "torch_expandable", "torch_async", "cupy_pool", "
               "leaky", "leaky_shared", "driver_api", "pinned_register", "dataloader", "profiler", "cost",
               "graphs_compile"}
 PLAIN_OF = {"dataloader_fork": "dataloader"}
-# The coverage workloads (run 2): also no unwind failure, and every free pairs with an allocation.
+# The coverage workloads: also no unwind failure, and every free pairs with an allocation.
 COVERAGE = ("torch_nocache", "torch_expandable", "torch_async", "cupy_pool", "jax_noprealloc", "jax_prealloc")
 
 

@@ -69,7 +69,7 @@ def main():
                 outputs.append(model(val_x))  # ROW-MARK: validation-output
             except torch.OutOfMemoryError as e:
                 # Reserved as PyTorch left it at the raise: after its own retries, which may have released cached
-                # segments between the failed cudaMalloc calls (seen on an H200, run 13).
+                # segments between the failed cudaMalloc calls (seen on an H200).
                 oom = {"step": step, "message": str(e).splitlines()[0][:500], "mono_ns": time.monotonic_ns(),
                        "memory_reserved": torch.cuda.memory_reserved(device)}
                 break
