@@ -151,18 +151,18 @@ void FinishTrace() {
   NoteTorchTrackerAtEnd(g_session.config.torch_blocks);
   pthread_mutex_lock(&g_locks.record);
   if (g_session.running()) {
-    ByteBuffer* out = g_output.packets();
     g_output.stop_flusher = true;
     pthread_cond_signal(&g_output.flusher_wake);
     g_session.Stop();  // events from destructors that run after this one are not recorded
     FlushNowLocked();
     pthread_mutex_lock(&g_locks.io);  // the stack table is the writer's
-    WriteSymbolTable(out, g_output.stacks, g_modules.map, &g_tables.strings);
+    WriteSymbolTable(g_output.packets(), g_output.stacks, g_modules.map, &g_tables.strings);
     pthread_mutex_unlock(&g_locks.io);
     FlushNowLocked();
     // The queue is empty and stays so (g_locks.record is held): the trailer goes straight to the sink, with the
     // counters of every unit written.
     pthread_mutex_lock(&g_locks.io);
+    ByteBuffer* out = g_output.packets();  // the open unit: the flushes above sealed and wrote all before it
     Sink& sink = g_output.sink;
     TrailerRecord t{};
     g_health.FillTrailer(&t);
