@@ -4,11 +4,10 @@
 // The threads that record fill the open unit under the recorder's lock and seal it when its batch is full; the flush
 // thread takes the sealed units oldest first, interns their stacks (adding stack node packets), encodes their events
 // and writes them, holding only the writer's lock. So interning (a lookup and a comparison of a cached copy, in memory
-// the program's own work keeps evicting), encoding a batch (15-20 ns per event on the development VM; with the write,
-// ~85 ns per row on the H100 machine, docs/performance.md run 13) and its write(2) no longer run on a thread of the
-// program, under the lock that every other allocating thread waits for; a slow disk stalls the flush thread, and the
-// program only once every sealed slot is taken (the sealing thread then writes the waiting units itself: the trace
-// stays whole and in order, never dropped).
+// the program's own work keeps evicting), encoding a batch (tens of ns per event, more with the write) and its
+// write(2) no longer run on a thread of the program, under the lock that every other allocating thread waits for; a
+// slow disk stalls the flush thread, and the program only once every sealed slot is taken (the sealing thread then
+// writes the waiting units itself: the trace stays whole and in order, never dropped).
 //
 // One producer side (the open unit's methods and Seal: callers hold the recorder's lock) and one consumer side
 // (Oldest and Pop: callers hold the writer's lock). The ring's two counters are all the two sides share.

@@ -39,7 +39,7 @@ class PendingPhases {
  private:
   void RemoveAt(size_t i);
 
-  PendingPhase items_[kPendingPhases];
+  PendingPhase items_[kPendingPhases] = {};
   size_t count_ = 0;
   uint64_t dropped_ = 0;
 };

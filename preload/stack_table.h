@@ -24,7 +24,7 @@ class StackTable {
   // frame by frame, uncached, so a program with ever new stacks cannot grow the cache without bound.
   static constexpr size_t kMaxCachedWords = size_t{8} << 20;
 
-  explicit StackTable(size_t max_cached_words = kMaxCachedWords) : max_cached_words_(max_cached_words) {}
+  constexpr explicit StackTable(size_t max_cached_words = kMaxCachedWords) : max_cached_words_(max_cached_words) {}
 
   // Returns the id of the innermost node of `pcs` (innermost first, `count` of them), 0 for an empty stack, or
   // 0 if memory ran out. New nodes are appended to the pending range.

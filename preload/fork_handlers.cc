@@ -1,0 +1,62 @@
+// fork(): the child shares the parent's file, so it must never write to it, and the bytes buffered at the fork
+// belong to the parent, which writes them. By default the child stops tracing (a DataLoader worker ends with
+// os._exit, so nothing at exit would run anyway). With CUMEMTRACE_FOLLOW_FORK=1 a child of a tracing parent starts
+// a trace of its own at its first event: a new file, a header with forked_child, fresh tables and a flush thread
+// of its own.
+#include <pthread.h>
+
+#include "preload/recorder.h"
+#include "preload/recorder_state.h"
+#include "preload/sequence.h"
+
+namespace cumemtrace::preload {
+namespace {
+
+void AtForkPrepare() { g_locks.LockAll(); }
+
+void AtForkParent() { g_locks.UnlockAll(); }
+
+// Makes the forked child's state that of a process that has not traced yet, keeping the configuration, the module
+// map (the child has the same mappings) and the CUPTI subscription. Called in the child with every lock held.
+void ResetForForkedChildLocked() {
+  g_output.sink = Sink();  // the parent's descriptor is already closed; its byte count is not the child's
+  g_output.stacks.Reset();
+  for (size_t i = 0; i < g_modules.map.size(); ++i) g_modules.map.at(i).written = false;
+  g_modules.unwritten = true;
+  for (bool& written : g_tables.device_written) __atomic_store_n(&written, false, __ATOMIC_RELAXED);
+  g_tables.next_thread_index = 1;
+  Self().thread_index = 0;  // the forking thread is the child's only thread
+  Self().name_changed = false;
+  g_output.stop_flusher = false;  // the parent's flush thread does not exist here; Start() makes the child's own
+  pthread_cond_t fresh = PTHREAD_COND_INITIALIZER;
+  g_output.flusher_wake = fresh;
+  g_health.ResetForForkedChild();
+  g_tables.notices_written = 0;
+  g_tables.strings.Reset();  // string and Python frame ids start again in the child's trace
+  g_tables.python_frames.Reset();
+  g_tables.python_notice_written = g_tables.python_broken_notice_written = false;
+  ResetPendingAfterFork();  // the parent's other threads, and the numbers they held, are not in the child
+}
+
+void AtForkChild() {
+  int state = g_session.state.load(std::memory_order_acquire);
+  g_output.sink.Abandon();
+  g_output.queue.Clear();
+  g_tables.pending_phases.Clear();  // the parent's open ranges are the parent's
+  if (state == kRunning && g_session.config.follow_fork) {
+    ResetForForkedChildLocked();
+    g_session.forked_child = true;
+    g_session.state.store(kUninitialized, std::memory_order_release);
+  } else if (state != kUninitialized) {
+    g_session.Stop();
+  } else {
+    g_session.forked_before_start = true;  // Start() decides, at the child's first event (follow-fork or not)
+  }
+  g_locks.UnlockAll();
+}
+
+}  // namespace
+
+void InstallForkHandlers() { pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild); }
+
+}  // namespace cumemtrace::preload

@@ -1,0 +1,164 @@
+// The writer side of the recorder: sealing the open unit, writing sealed units (on the flush thread, or on a
+// recording thread that must not wait for it), and the flush thread itself.
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "preload/log.h"
+#include "preload/recorder.h"
+#include "preload/recorder_state.h"
+#include "preload/sequence.h"
+#include "preload/trace_writer.h"
+
+namespace cumemtrace::preload {
+
+// The file ends with its last whole packet; one notice says why the trace ends there, so the analyzer never mistakes
+// a full disk for a killed process. `scratch` is a sealed unit's buffer, dropped anyway.
+void NoteWriteFailureIoLocked(ByteBuffer* scratch) {
+  Sink& sink = g_output.sink;
+  char message[200];
+  snprintf(message, sizeof(message),
+           "writing the trace failed after %llu bytes: %s; the events after that were not recorded",
+           static_cast<unsigned long long>(sink.bytes_written()), strerror(sink.failed_errno()));
+  scratch->Clear();
+  if (WriteNotice(scratch, static_cast<uint32_t>(format::NoticeCode::kWriteFailed), message, NowNs())) {
+    sink.WriteLast(scratch->data(), scratch->size());
+  } else {
+    scratch->ClearError();
+    sink.Close();
+  }
+}
+
+// Called by the flush thread, or by a recording thread that must not wait for it (a failed allocation, start and
+// exit, every sealed slot taken).
+void WriteSealedIoLocked() {
+  StackTable& stacks = g_output.stacks;
+  while (OutputQueue::Unit* unit = g_output.queue.Oldest()) {
+    const int64_t start_ns = NowNs();
+    ByteBuffer* out = &unit->packets;
+    // The stacks, interned here rather than under g_locks.record on the thread that allocated (hashing and
+    // comparing cached stacks that the program's own work has pushed out of the caches); the nodes they add go
+    // before the events that name them.
+    for (size_t i = 0; i < unit->event_count; ++i) {
+      EventRecord& ev = unit->events[i];
+      if (ev.stack == 0) continue;
+      const uint64_t* kept = &unit->stacks[ev.stack - 1];
+      ev.stack = stacks.Intern(reinterpret_cast<const uintptr_t*>(kept + 1), static_cast<int>(kept[0]));
+    }
+    if (stacks.first_pending() < stacks.next_id()) {
+      if (WriteStackNodes(out, stacks, stacks.first_pending(), stacks.next_id())) {
+        stacks.MarkWritten();
+      } else {
+        out->ClearError();
+      }
+    }
+    if (unit->event_count > 0) {
+      if (WriteEventBatch(out, unit->events, unit->event_count, unit->complete_below)) {
+        g_health.writing.events += unit->event_count;
+      } else {
+        out->ClearError();
+        g_health.dropped.fetch_add(unit->event_count, std::memory_order_relaxed);
+      }
+    }
+    if (out->size() > 0 && !g_output.sink.Write(out->data(), out->size())) {
+      g_session.Stop();
+      if (g_output.sink.failed()) NoteWriteFailureIoLocked(out);
+    }
+    ++g_health.writing.flushes;
+    g_health.writing.writer_ns += static_cast<uint64_t>(NowNs() - start_ns);
+    g_output.queue.Pop();
+  }
+}
+
+// Strings go before the Python frames that name them, Python frames before the stack nodes that name them (which
+// the writer adds). When every sealed slot is taken (no flush thread, or a disk slower than the program), writes
+// them first itself.
+void SealLocked() {
+  ByteBuffer* out = g_output.packets();
+  if (!g_tables.strings.WritePending(out)) out->ClearError();
+  if (g_tables.python_frames.HasPending() && !g_tables.python_frames.WritePending(out)) out->ClearError();
+  // Under g_locks.record, after the batch's last append: the reader may release every event numbered below the mark.
+  if (g_output.queue.Seal(CompleteBelow())) return;
+  ++g_health.recording.stalled_seals;
+  pthread_mutex_lock(&g_locks.io);
+  WriteSealedIoLocked();
+  pthread_mutex_unlock(&g_locks.io);
+  g_output.queue.Seal(CompleteBelow());  // a slot is free now
+}
+
+void FlushNowLocked() {
+  SealLocked();
+  pthread_mutex_lock(&g_locks.io);
+  WriteSealedIoLocked();
+  pthread_mutex_unlock(&g_locks.io);
+}
+
+namespace {
+
+// CLOCK_REALTIME (pthread_cond_timedwait's clock) one flush period from now.
+timespec NextFlushDeadline() {
+  timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  int64_t ns = deadline.tv_nsec + static_cast<int64_t>(g_session.config.flush_ms) * 1000000;
+  deadline.tv_sec += ns / 1000000000;
+  deadline.tv_nsec = ns % 1000000000;
+  return deadline;
+}
+
+// Writes each unit a recording thread seals, as soon as it is sealed, and every CUMEMTRACE_FLUSH_MS seals and writes
+// what the recording threads left in the open unit (so a killed process loses at most that much), after looking
+// for newly loaded modules.
+void* FlusherMain(void*) {
+  Self().in_recorder = 1;
+  prctl(PR_SET_NAME, "cumemtrace");
+  RetryPythonLookup();  // for a Python loaded between this library's constructor and the start of tracing
+  pthread_mutex_lock(&g_locks.record);
+  timespec deadline = NextFlushDeadline();
+  while (!g_output.stop_flusher) {
+    int wait = 0;
+    while (!g_output.stop_flusher && !g_output.queue.HasSealed() && wait != ETIMEDOUT) {
+      wait = pthread_cond_timedwait(&g_output.flusher_wake, &g_locks.record, &deadline);
+    }
+    if (g_output.stop_flusher || !g_session.running()) break;
+    if (wait == ETIMEDOUT) {
+      pthread_mutex_unlock(&g_locks.record);
+      if (RefreshModules() > 0) RetryPythonLookup();
+      pthread_mutex_lock(&g_locks.record);
+      if (!g_session.running()) break;
+      SealLocked();
+      deadline = NextFlushDeadline();
+    }
+    pthread_mutex_unlock(&g_locks.record);
+    pthread_mutex_lock(&g_locks.io);
+    WriteSealedIoLocked();
+    pthread_mutex_unlock(&g_locks.io);
+    pthread_mutex_lock(&g_locks.record);
+  }
+  pthread_mutex_unlock(&g_locks.record);
+  return nullptr;
+}
+
+}  // namespace
+
+void StartFlusher() {
+  // The flusher must not take the program's signals.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_t thread;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  if (pthread_create(&thread, &attr, FlusherMain, nullptr) != 0) {
+    Warn("cannot start the flush thread; events reach the file only when a batch fills and at exit");
+  }
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+}  // namespace cumemtrace::preload
