@@ -1,7 +1,7 @@
 // The recorder: the one place that turns a hooked CUDA call into a trace event. Hooks call it after (allocations)
-// or around (frees) the real call; it takes the stack outside any lock, then under its lock interns the stack,
-// registers the thread and device, appends the event and flushes when the batch is full. A flush thread writes
-// what is buffered every CUMEMTRACE_FLUSH_MS; the trace is finished (symbols, trailer) at exit. Forked children
+// or around (frees) the real call; it takes the stack outside any lock, then under its lock keeps the stack's
+// frames, registers the thread and device, appends the event and seals the batch when it is full. The flush thread
+// interns the stacks, encodes and writes the sealed batches, and what is buffered every CUMEMTRACE_FLUSH_MS; the trace is finished (symbols, trailer) at exit. Forked children
 // stop tracing cleanly, or with CUMEMTRACE_FOLLOW_FORK=1 start a trace of their own at their first event. Tracing
 // starts lazily at the first event, so processes that never allocate CUDA memory leave no file behind. Only the
 // root process (CUMEMTRACE_ROOT_PID) traces unless CUMEMTRACE_FOLLOW_EXEC=1: exec'd children stay passive.

@@ -30,7 +30,7 @@ int Run(const CommandLine& cl, Console& console) {
 }  // namespace
 
 extern const CommandSpec kCheckCommand = {
-    "check", "TRACE.pb [--max-peak SIZE] [--max-leak SIZE] [--no-oom] [--device N|host] [--kind K]",
+    "check", "TRACE.pb [--max-peak SIZE] [--max-leak SIZE] [--no-oom] [--device N|host] [--kind K] [--phase NAME]",
     "a CI gate: exit 1 with a one-line reason when the peak (the device total, or --kind K) is over\n"
     "--max-peak, more than --max-leak is live at the end, or (--no-oom) an allocation failed; --device N (or\n"
     "host) scopes it; exit 0 within bounds",

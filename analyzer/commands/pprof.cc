@@ -22,8 +22,8 @@ int Run(const CommandLine& cl, Console& console) {
 
 extern const CommandSpec kPprofCommand = {
     "pprof", "TRACE.pb -o OUT [--leaks] [--device N|host] [--kind K] [--phase NAME|--window A:B]",
-    "the same as a gzipped pprof profile (go tool pprof, speedscope): inuse_space/inuse_objects at the peak\n"
-    "(or the end with --leaks) and alloc_space/alloc_objects over the whole trace",
+    "a gzipped pprof profile (go tool pprof, speedscope): inuse_space/inuse_objects of the stacks live at each\n"
+    "peak (or at the end with --leaks) and alloc_space/alloc_objects over the whole trace",
     Operands::kOneTrace, kFlagOutput | kFlagLeaks | kFlagScope | kFlagPhase, OutputFile::kRequired, Run};
 
 }  // namespace cumemtrace::analyzer
