@@ -510,6 +510,8 @@ void RecordPhase(uint32_t kind, const char* name, size_t name_size, uint64_t ran
   --self.in_recorder;
 }
 
+// One event: what it is, its device, the driver's view and its stack, outside the lock; appended to the open unit
+// under g_locks.record; then, outside every lock again, the attach to PyTorch's allocator (MaybeAttachTorch).
 void Record(const CallRecord& call) {
   ThreadState& self = Self();
   if (self.in_recorder != 0) {  // cumemtrace's own CUDA call
