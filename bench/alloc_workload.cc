@@ -1,6 +1,6 @@
 // A synthetic allocation workload for measuring what a memory tracer costs per event.
 //
-// Why this exists: cumemtrace's design target (DESIGN.md 2.3) is a hook cost per event under half of heaptrack's
+// Why this exists: cumemtrace's design target (docs/performance.md) is a hook cost per event under half of heaptrack's
 // on the same program at stack depth 32. The two tools hook different functions (cumemtrace the CUDA driver,
 // heaptrack malloc), so this one program runs the same loop in two modes:
 //   cuda    cuMemAlloc_v2 / cuMemFree_v2, linked directly against (here: the fake) libcuda.so.1

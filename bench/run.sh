@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measures cumemtrace's cost per event side by side with heaptrack's, on bench/alloc_workload.cc.
 #
-# Why this exists: DESIGN.md 2.3 sets targets (hook cost per event under half of heaptrack's at stack depth 32,
+# Why this exists: performance.md sets targets (hook cost per event under half of heaptrack's at stack depth 32,
 # under 8 bytes per event on long runs) that must be checked with numbers, repeatably, on any machine. For each
 # stack depth these runs are interleaved, REPS times each:
 #   cuda              the workload's cuda mode (fake libcuda.so.1), untraced

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where a cumemtrace trace's bytes go: bytes per packet type and per EventBatch column, per event.
 
-Why this exists: DESIGN.md 2.3 targets under 8 bytes per event on long runs; knowing which column costs what says
+Why this exists: performance.md's target is under 8 bytes per event on long runs; knowing which column costs what says
 what to change in the encoding. Reads the protobuf wire format directly (docs/format.md), no libprotobuf needed.
 
 Usage: bench/trace_bytes.py TRACE.pb

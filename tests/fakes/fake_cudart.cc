@@ -1,7 +1,7 @@
 // Test double: a fake libcudart.so.13 (the shared CUDA runtime) for cumemtrace's CPU tests; no GPU behind it.
 //
 // Why this exists: PyTorch and most CUDA programs allocate through the shared runtime, and cumemtrace must label
-// such a call with its runtime API while counting it at the driver underneath (DESIGN.md 2.1). For that test to
+// such a call with its runtime API while counting it at the driver underneath (docs/design.md). For that test to
 // mean something, this fake reaches the driver exactly the way the real libcudart.so.13 does: dlopen("libcuda.so.1",
 // RTLD_NOW | RTLD_LOCAL) on first use, dlsym("cuGetProcAddress_v2") on that handle, and every other driver function
 // through cuGetProcAddress_v2 with its base name, the runtime's version and CU_GET_PROC_ADDRESS_DEFAULT. It never

@@ -1,7 +1,7 @@
 // End-to-end test program (k): the shared runtime in a local scope only. The program does not link libcudart; it
 // dlopen()s a library that does, with RTLD_LOCAL, the way Python loads an extension module (PyTorch, ctypes). The
 // library's cudaMalloc calls bind to cumemtrace's exported hooks (the preload comes first in the global scope), but
-// the real cudaMalloc is then invisible to dlsym(RTLD_NEXT, ...) (DESIGN.md 2.1): the hooks must still reach it, and
+// the real cudaMalloc is then invisible to dlsym(RTLD_NEXT, ...) (docs/design.md): the hooks must still reach it, and
 // label each call once.
 #include <dlfcn.h>
 #include <limits.h>

@@ -2,7 +2,7 @@
 """CuPy: device memory through its MemoryPool and pinned host memory through its PinnedMemoryPool.
 
 CuPy links the CUDA runtime statically and reaches the driver through cuGetProcAddress, so a cudaMalloc interposer
-sees nothing of it (DESIGN.md 2.1). The pool keeps what it got from CUDA until free_all_blocks(): its total_bytes()
+sees nothing of it (docs/design.md). The pool keeps what it got from CUDA until free_all_blocks(): its total_bytes()
 is what the driver handed out and still holds (used_bytes() is the part arrays use now). the suite replays the trace
 up to this script's checkpoint (time.monotonic_ns(), the trace's clock) and requires the live device bytes whose
 stacks pass through a CuPy module to be >= total_bytes(), and, after free_all_blocks(), equal to it (0).

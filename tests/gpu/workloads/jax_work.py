@@ -3,7 +3,7 @@ gives them: XLA_PYTHON_CLIENT_MEM_FRACTION=0.2 with preallocation, XLA_PYTHON_CL
 
 XLA reaches the driver through dlopen + dlsym (no runtime API), allocates device memory for its BFC allocator
 (cuMemAlloc or cuMemCreate, depending on the XLA version and settings) and pinned host staging buffers with
-cuMemHostAlloc (DESIGN.md 2.1). the suite requires the peak of live device-side bytes in the trace to be >= the
+cuMemHostAlloc (docs/design.md). the suite requires the peak of live device-side bytes in the trace to be >= the
 allocator's own peak_bytes_in_use from jax.devices()[0].memory_stats(), and lists the driver APIs used and the
 modules that asked.
 

@@ -5,7 +5,7 @@ Run by the GPU suite (tests/gpu/conftest.py) with PYTORCH_CUDA_ALLOC_CONF=expand
 script). With it the allocator reserves address space (cuMemAddressReserve), creates one physical handle per page of
 a segment (cuMemCreate: 20 MiB pages for the large pool, 2 MiB for the small one), maps it (cuMemMap) and, on
 empty_cache(), unmaps and releases free pages (cuMemUnmap, cuMemRelease). It gets those driver functions through
-cudaGetDriverEntryPoint*, so a cudaMalloc interposer sees nothing (DESIGN.md 2.1). the suite compares the peak of
+cudaGetDriverEntryPoint*, so a cudaMalloc interposer sees nothing (docs/design.md). the suite compares the peak of
 live cuMemCreate bytes whose stack passes through libc10_cuda.so with memory_stats()["reserved_bytes.all.peak"],
 and the same live bytes at each checkpoint with memory_reserved() then.
 
