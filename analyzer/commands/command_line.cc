@@ -10,6 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "analyzer/byte_size.h"
 #include "analyzer/commands/command.h"
+#include "analyzer/commands/console.h"
 #include "analyzer/commands/registry.h"
 #include "analyzer/reports/check.h"
 
@@ -237,6 +238,12 @@ absl::Status CheckOperands(const CommandSpec& command, const std::vector<std::st
       break;
     case Operands::kOneTrace:
       if (n > 1) {
+        if (next == 0 && absl::EndsWith(positional[0], ".pb")) {
+          // `cumem-analyze run.*.pb` with the traces of several processes.
+          return absl::InvalidArgumentError(absl::StrCat(
+              "one trace at a time, not ", n, " (the traces of a job's ranks side by side: ", kToolName,
+              " ranks A.pb B.pb ...)"));
+        }
         if (next == 0) {
           return absl::InvalidArgumentError(
               absl::StrCat("unknown subcommand '", positional[0], "' (one of: ", CommandNames(), ")"));

@@ -78,6 +78,8 @@ TEST(CommandLine, Errors) {
       {{"diff", "a.pb"}, "diff takes two traces: diff A.pb B.pb"},
       {{"ranks"}, "missing the trace files after 'ranks'"},
       {{"peak", "run.pb", "extra"}, "unexpected argument 'extra'"},
+      {{"run.1.pb", "run.2.pb"},
+       "one trace at a time, not 2 (the traces of a job's ranks side by side: cumem-analyze ranks A.pb B.pb ...)"},
   };
   for (const auto& [args, message] : cases) {
     absl::StatusOr<CommandLine> cl = ParseCommandLine(args);
