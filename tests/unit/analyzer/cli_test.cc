@@ -110,6 +110,21 @@ TEST_F(Cli, FlagsACommandDoesNotTakeAreUsageErrors) {
   EXPECT_EQ(Tool({"perfetto", path(), "-o", "x.pb", "--leaks"}).code, 2);
 }
 
+// A report that cannot be written (a full disk, a closed pipe) is an error, not a silent exit 0.
+TEST_F(Cli, AnUnwritableStdoutExits2) {
+  std::FILE* full = std::fopen("/dev/full", "w");
+  if (full == nullptr) GTEST_SKIP() << "no /dev/full here";
+  std::FILE* err = std::tmpfile();
+  ASSERT_NE(err, nullptr);
+  EXPECT_EQ(RunCli({"peak", path(), "--json"}, full, err), 2);
+  std::rewind(err);
+  char line[256] = {};
+  ASSERT_NE(std::fgets(line, sizeof line, err), nullptr);
+  EXPECT_EQ(std::string(line).rfind("cumem-analyze: cannot write the report to stdout", 0), 0u) << line;
+  std::fclose(err);
+  std::fclose(full);
+}
+
 // --help after a subcommand is that subcommand's usage and exactly the options it takes.
 TEST_F(Cli, EachCommandHasItsOwnHelp) {
   ToolResult r = Tool({"pprof", "--help"});
