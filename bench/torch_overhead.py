@@ -203,15 +203,14 @@ def processes_in(merged, waves):
     return [i for i, w in enumerate(merged["replica_waves"]) if w in waves]
 
 
-def overhead_ratio_interval(by_mode, mode, key="round_medians_ms", resamplings=2000, seed=1):
-    """mode's overhead / the history's, from the turns' paired differences: in each turn (the modes back to back) a
-    mode's step time (its processes' mean of their turn medians) minus untraced's; the ratio is the median of mode's
-    differences over the median of the history's. With a 95 % bootstrap interval that resamples the turns and, per
-    mode, its processes (within their wave): identical untraced processes on the GPU machine differ by a few percent
-    of the step for their whole life (docs/performance.md's A/A test), a bias no number of turns of one process
-    averages out. key: the turns' wall times, or (round_cpu_medians_ms) the CPU time of the process's threads."""
-    compared = ("plain", "history", mode)
-    # Only the waves that ran all three modes (a variant may have run in fewer of them): each mode then has the
+def bootstrap_over_turns(by_mode, compared, statistic, key="round_medians_ms", resamplings=2000, seed=1):
+    """A statistic of the modes `compared` over the turns, with a 95 % bootstrap interval that resamples the turns
+    and, per mode, its processes (within their wave): identical untraced processes on the GPU machine differ by a few
+    percent of the step for their whole life (docs/performance.md's A/A test), a bias no number of turns of one
+    process averages out. statistic(value, turns): value(m, t) is mode m's step time in turn t (the mean of its
+    picked processes' turn medians). key: the turns' wall times, or (round_cpu_medians_ms) the CPU time of the
+    process's threads. Returns (estimate, low, high, turns, processes per mode), or None."""
+    # Only the waves that ran every mode compared (a variant may have run in fewer of them): each mode then has the
     # same processes per wave, and a wave's drift cancels in the differences.
     common = set.intersection(*(set(by_mode[m]["replica_waves"]) for m in compared))
     kept = {m: processes_in(by_mode[m], common) for m in compared}
@@ -223,12 +222,10 @@ def overhead_ratio_interval(by_mode, mode, key="round_medians_ms", resamplings=2
     if n < 2:
         return None
 
-    def ratio(turns, picks):
-        def turn_value(m, t):
+    def estimate(turns, picks):
+        def value(m, t):
             return statistics.fmean(reps[m][r][t] for r in picks[m])
-        d = {m: [turn_value(m, t) - turn_value("plain", t) for t in turns] for m in ("history", mode)}
-        history = statistics.median(d["history"])
-        return statistics.median(d[mode]) / history if history > 0 else float("nan")
+        return statistic(value, turns)
 
     everything = {m: range(len(runs)) for m, runs in reps.items()}
     # Processes are resampled within their wave: a wave's processes ran over the same minutes, and a whole wave can
@@ -242,12 +239,32 @@ def overhead_ratio_interval(by_mode, mode, key="round_medians_ms", resamplings=2
     for _ in range(resamplings):
         turns = [rng.randrange(n) for _ in range(n)]
         picks = {m: [rng.choice(group) for group in groups for _ in group] for m, groups in strata.items()}
-        draws.append(ratio(turns, picks))
-    draws = sorted(d for d in draws if d == d)  # a resampling where the history cost nothing has no ratio
+        draws.append(estimate(turns, picks))
+    draws = sorted(d for d in draws if d == d)  # a resampling without a defined value (NaN) is left out
     if not draws:
         return None
-    return (ratio(range(n), everything), draws[int(0.025 * len(draws))], draws[int(0.975 * len(draws)) - 1], n,
+    return (estimate(range(n), everything), draws[int(0.025 * len(draws))], draws[int(0.975 * len(draws)) - 1], n,
             min(len(runs) for runs in reps.values()))
+
+
+def overhead_ratio_interval(by_mode, mode, key="round_medians_ms", resamplings=2000, seed=1):
+    """mode's overhead / the history's, from the turns' paired differences: in each turn (the modes back to back) a
+    mode's step time minus untraced's; the ratio is the median of mode's differences over the median of the
+    history's (bootstrap_over_turns gives the interval)."""
+    def ratio(value, turns):
+        d = {m: [value(m, t) - value("plain", t) for t in turns] for m in ("history", mode)}
+        history = statistics.median(d["history"])
+        return statistics.median(d[mode]) / history if history > 0 else float("nan")
+    return bootstrap_over_turns(by_mode, ("plain", "history", mode), ratio, key, resamplings, seed)
+
+
+def difference_interval(by_mode, mode, baseline, key="round_medians_ms", resamplings=2000, seed=1):
+    """mode's step time minus baseline's, as a share of the untraced step, per turn (the modes back to back), the
+    median over the turns: two builds or settings of the preload compared in one run (e.g. --variants old against
+    cumem), with the same bootstrap."""
+    def difference(value, turns):
+        return statistics.median((value(mode, t) - value(baseline, t)) / value("plain", t) for t in turns)
+    return bootstrap_over_turns(by_mode, ("plain", baseline, mode), difference, key, resamplings, seed)
 
 
 def table(results, configs, modes):
@@ -306,6 +323,15 @@ def table(results, configs, modes):
                                      f"differences: {interval[0]:.2f}, 95 % bootstrap interval "
                                      f"{interval[1]:.2f}-{interval[2]:.2f} (turns and, per mode, its "
                                      f"{interval[4]} processes resampled)")
+            for mode in modes:
+                if mode in ("plain", "history", "cumem") or mode not in by_mode:
+                    continue
+                interval = difference_interval(by_mode, mode, "cumem")
+                if interval is not None:
+                    lines.append(f"- {mode} minus cumem, per turn, as a share of the untraced step: "
+                                 f"{100 * interval[0]:+.2f} %, 95 % bootstrap interval {100 * interval[1]:+.2f} % to "
+                                 f"{100 * interval[2]:+.2f} % ({interval[3]} turns, {interval[4]} processes per "
+                                 f"mode resampled)")
         parted = [m for m in modes if "recorder_parts_ns_per_row" in by_mode.get(m, {})]
         if parted:
             lines.append("\nWhere the preload's time goes, ns per trace row, medians of the processes (trailer; the "
