@@ -147,9 +147,10 @@ absl::Status SetValue(absl::string_view name, absl::string_view value, CommandLi
 absl::Status ParseFlags(const std::vector<std::string>& args, CommandLine* cl, std::vector<std::string>* positional,
                         std::vector<std::pair<Flag, std::string>>* given) {
   bool flags_done = false;
+  uint32_t seen = 0;  // Flag bits given so far
   auto note = [&](Flag flag, absl::string_view spelling) {
-    if ((cl->flags_given & flag) == 0) given->emplace_back(flag, std::string(spelling));
-    cl->flags_given |= flag;
+    if ((seen & flag) == 0) given->emplace_back(flag, std::string(spelling));
+    seen |= flag;
   };
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];

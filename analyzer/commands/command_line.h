@@ -51,7 +51,6 @@ struct CommandLine {
   const CommandSpec* command = nullptr;  // never null after a successful parse
   bool help = false;                     // --help: the command's help (or the tool's, without a command)
   bool version = false;                  // --version
-  uint32_t flags_given = 0;              // Flag bits
   std::vector<std::string> traces;       // the operands, in the order given (ranks: all; diff: two)
   std::string trace;                     // traces[0]
   std::string second_trace;              // diff: traces[1]
