@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "preload/python_debug_offsets.h"
 #include "preload/python_layout.h"
+#include "preload/python_line_table.h"
 #include "preload/symbol_resolver.h"
 
 namespace cumemtrace::preload {
@@ -13,6 +15,7 @@ namespace {
 
 using GetThreadStateFn = void* (*)();
 using IsFinalizingFn = int (*)();
+using GetVersionFn = const char* (*)();
 
 // Filled by InitPythonFrames; `support` is published last (release) and read first (acquire), so a thread that
 // sees kReady sees the rest. Only an absent interpreter is looked for again, and then nobody reads the rest.
@@ -26,10 +29,12 @@ struct Runtime {
   uintptr_t code_type = 0;
   uintptr_t unicode_type = 0;
   uintptr_t bytes_type = 0;
+  uintptr_t frame_type = 0;  // 3.10's frames are objects of this type
   uintptr_t eval_start = 0;
   uintptr_t eval_end = 0;
 };
 Runtime g_runtime;
+PythonLayout g_layout;  // what g_runtime.layout points to: 3.13+'s is built from the running interpreter
 char g_message[256];  // why Python frames are off, for the trace's notice; written before `support` is published
 
 template <typename T>
@@ -40,7 +45,7 @@ T Read(uintptr_t address) {
 }
 
 bool HasType(uintptr_t object, uintptr_t type) {
-  return object != 0 && type != 0 && Read<uintptr_t>(object + kObjectType) == type;
+  return object != 0 && type != 0 && Read<uintptr_t>(object + g_runtime.layout->object_type) == type;
 }
 
 void* Lookup(const char* name) { return RealDlsym()(RTLD_DEFAULT, name); }
@@ -56,24 +61,6 @@ void FunctionRange(void* function, uintptr_t* start, uintptr_t* end) {
   }
   *start = reinterpret_cast<uintptr_t>(info.dli_saddr);
   *end = *start + (symbol->st_size != 0 ? symbol->st_size : 1);
-}
-
-uint32_t ReadVarint(const uint8_t*& p, const uint8_t* end) {
-  if (p >= end) return 0;
-  uint32_t read = *p++;
-  uint32_t value = read & 63;
-  uint32_t shift = 0;
-  while ((read & 64) != 0 && p < end && shift < 30) {
-    read = *p++;
-    shift += 6;
-    value |= (read & 63) << shift;
-  }
-  return value;
-}
-
-int32_t ReadSignedVarint(const uint8_t*& p, const uint8_t* end) {
-  uint32_t value = ReadVarint(p, end);
-  return (value & 1) != 0 ? -static_cast<int32_t>(value >> 1) : static_cast<int32_t>(value >> 1);
 }
 
 // Appends code point `c` as UTF-8; false when it does not fit.
@@ -111,8 +98,8 @@ size_t ReadString(uintptr_t object, char* out, size_t size) {
   out[0] = '\0';
   const PythonLayout* l = g_runtime.layout;
   if (l == nullptr || !HasType(object, g_runtime.unicode_type)) return 0;
-  const uint64_t length = Read<uint64_t>(object + kUnicodeLength);
-  const uint32_t state = Read<uint32_t>(object + kUnicodeState);
+  const uint64_t length = Read<uint64_t>(object + l->unicode_length);
+  const uint32_t state = Read<uint32_t>(object + l->unicode_state);
   const uint32_t kind = (state >> 2) & 7;
   const bool compact = ((state >> 5) & 1) != 0;
   const bool ascii = ((state >> 6) & 1) != 0;
@@ -134,18 +121,60 @@ size_t ReadString(uintptr_t object, char* out, size_t size) {
 }
 
 void Publish(const Runtime& r) {
-  g_runtime.layout = r.layout;
+  if (r.layout != nullptr) g_layout = *r.layout;
+  g_runtime.layout = r.layout != nullptr ? &g_layout : nullptr;
   g_runtime.this_thread_state = r.this_thread_state;
   g_runtime.is_finalizing = r.is_finalizing;
   g_runtime.code_type = r.code_type;
   g_runtime.unicode_type = r.unicode_type;
   g_runtime.bytes_type = r.bytes_type;
+  g_runtime.frame_type = r.frame_type;
   g_runtime.eval_start = r.eval_start;
   g_runtime.eval_end = r.eval_end;
   __atomic_store_n(&g_runtime.support, r.support, __ATOMIC_RELEASE);
 }
 
 PythonSupport Support() { return __atomic_load_n(&g_runtime.support, __ATOMIC_ACQUIRE); }
+
+// PY_VERSION_HEX of the interpreter: Py_Version from 3.11 on; before, parsed from Py_GetVersion()'s "3.10.13 (...".
+// Py_GetVersion only formats a static string, the one call into the interpreter besides those python_frames.h
+// names, and is made only here. 0 when neither says.
+uint64_t InterpreterVersion() {
+  if (const void* version = Lookup("Py_Version")) return *static_cast<const unsigned long*>(version);
+  const auto get_version = reinterpret_cast<GetVersionFn>(Lookup("Py_GetVersion"));
+  const char* text = get_version != nullptr ? get_version() : nullptr;
+  unsigned major = 0, minor = 0, micro = 0;
+  if (text == nullptr || sscanf(text, "%u.%u.%u", &major, &minor, &micro) != 3 || major > 255 || minor > 255 ||
+      micro > 255) {
+    return 0;
+  }
+  return (static_cast<uint64_t>(major) << 24) | (minor << 16) | (micro << 8);
+}
+
+uint64_t TypeBasicsize(uintptr_t type) { return type != 0 ? Read<uint64_t>(type + kTypeBasicsize) : 0; }
+
+// Fills r.layout for major.minor, or says in `message` why there is none and returns the support to publish.
+PythonSupport FindLayout(uint64_t hex, Runtime* r, PythonLayout* storage, char* message, size_t size) {
+  const uint32_t major = (hex >> 24) & 0xFF, minor = (hex >> 16) & 0xFF, micro = (hex >> 8) & 0xFF;
+  if (major == 3 && minor >= 13) {
+    char why[160];
+    const DebugOffsetsResult read = ReadDebugOffsetsLayout(Lookup("_PyRuntime"), hex, storage, why, sizeof(why));
+    if (read != DebugOffsetsResult::kOk) {
+      snprintf(message, size, "Python %u.%u.%u: %s; stacks have native frames only", major, minor, micro, why);
+      return read == DebugOffsetsResult::kUnsupported ? PythonSupport::kUnsupported : PythonSupport::kLayoutMismatch;
+    }
+    r->layout = storage;
+    return PythonSupport::kReady;
+  }
+  r->layout = FindPythonLayout(major, minor);
+  if (r->layout == nullptr) {
+    snprintf(message, size,
+             "Python %u.%u.%u: its frame layout is not known to this cumemtrace (3.10 to 3.13 are); stacks have "
+             "native frames only", major, minor, micro);
+    return PythonSupport::kUnsupported;
+  }
+  return PythonSupport::kReady;
+}
 
 }  // namespace
 
@@ -164,46 +193,53 @@ PythonSupport InitPythonFrames(bool enabled) {
     Publish(r);  // no Python in this process (yet)
     return r.support;
   }
-  // Py_Version (PY_VERSION_HEX) exists from 3.11 on; an older interpreter has none.
-  const void* version = Lookup("Py_Version");
-  if (version == nullptr) {
+  const uint64_t hex = InterpreterVersion();
+  if (hex == 0) {
     r.support = PythonSupport::kUnsupported;
-    snprintf(message, size, "Python older than 3.11 in this process: stacks have native frames only");
+    snprintf(message, size, "a Python whose version cannot be read runs in this process: stacks have native frames "
+                            "only");
     Publish(r);
     return r.support;
   }
-  const unsigned long hex = *static_cast<const unsigned long*>(version);
-  const uint32_t major = (hex >> 24) & 0xFF, minor = (hex >> 16) & 0xFF, micro = (hex >> 8) & 0xFF;
-  r.layout = FindPythonLayout(major, minor);
-  if (r.layout == nullptr) {
-    r.support = PythonSupport::kUnsupported;
-    snprintf(message, size,
-             "Python %u.%u.%u: its frame layout is not verified by this cumemtrace (3.11 and 3.12 are); stacks have "
-             "native frames only", major, minor, micro);
-    Publish(r);
-    return r.support;
-  }
-  r.this_thread_state = reinterpret_cast<GetThreadStateFn>(thread_state);
-  r.is_finalizing = reinterpret_cast<IsFinalizingFn>(Lookup("_Py_IsFinalizing"));
-  r.code_type = reinterpret_cast<uintptr_t>(Lookup("PyCode_Type"));
-  r.unicode_type = reinterpret_cast<uintptr_t>(Lookup("PyUnicode_Type"));
-  r.bytes_type = reinterpret_cast<uintptr_t>(Lookup("PyBytes_Type"));
-  FunctionRange(Lookup("_PyEval_EvalFrameDefault"), &r.eval_start, &r.eval_end);
-  const uint64_t code_size = r.code_type != 0 ? Read<uint64_t>(r.code_type + kTypeBasicsize) : 0;
-  const uint64_t unicode_size = r.unicode_type != 0 ? Read<uint64_t>(r.unicode_type + kTypeBasicsize) : 0;
-  if (r.code_type == 0 || r.unicode_type == 0 || r.bytes_type == 0 || code_size != r.layout->code_adaptive ||
-      unicode_size != r.layout->unicode_type_basicsize) {
-    r.support = PythonSupport::kLayoutMismatch;
-    snprintf(message, size,
-             "Python %u.%u.%u: code objects are %llu bytes and str objects %llu (expected %zu and %zu); stacks have "
-             "native frames only", major, minor, micro, static_cast<unsigned long long>(code_size),
-             static_cast<unsigned long long>(unicode_size), r.layout->code_adaptive,
-             r.layout->unicode_type_basicsize);
+  PythonLayout storage;
+  r.support = FindLayout(hex, &r, &storage, message, size);
+  if (r.support != PythonSupport::kReady) {
     r.layout = nullptr;
     Publish(r);
     return r.support;
   }
-  r.support = PythonSupport::kReady;
+  const PythonLayout& l = *r.layout;
+  r.this_thread_state = reinterpret_cast<GetThreadStateFn>(thread_state);
+  // Py_IsFinalizing is public from 3.13 on, _Py_IsFinalizing before.
+  r.is_finalizing = reinterpret_cast<IsFinalizingFn>(Lookup("Py_IsFinalizing"));
+  if (r.is_finalizing == nullptr) r.is_finalizing = reinterpret_cast<IsFinalizingFn>(Lookup("_Py_IsFinalizing"));
+  r.code_type = reinterpret_cast<uintptr_t>(Lookup("PyCode_Type"));
+  r.unicode_type = reinterpret_cast<uintptr_t>(Lookup("PyUnicode_Type"));
+  r.bytes_type = reinterpret_cast<uintptr_t>(Lookup("PyBytes_Type"));
+  if (l.chain == FrameChain::kFrameObjects) r.frame_type = reinterpret_cast<uintptr_t>(Lookup("PyFrame_Type"));
+  FunctionRange(Lookup("_PyEval_EvalFrameDefault"), &r.eval_start, &r.eval_end);
+  const uint64_t code_size = TypeBasicsize(r.code_type);
+  const uint64_t unicode_size = TypeBasicsize(r.unicode_type);
+  const uint64_t frame_size = TypeBasicsize(r.frame_type);
+  const bool frames_ok = l.chain != FrameChain::kFrameObjects || frame_size == l.frame_type_basicsize;
+  if (r.code_type == 0 || r.unicode_type == 0 || r.bytes_type == 0 || code_size != l.code_type_basicsize ||
+      unicode_size != l.unicode_type_basicsize || !frames_ok) {
+    const uint32_t major = (hex >> 24) & 0xFF, minor = (hex >> 16) & 0xFF, micro = (hex >> 8) & 0xFF;
+    if (!frames_ok) {
+      snprintf(message, size,
+               "Python %u.%u.%u: frame objects are %llu bytes (expected %zu); stacks have native frames only", major,
+               minor, micro, static_cast<unsigned long long>(frame_size), l.frame_type_basicsize);
+    } else {
+      snprintf(message, size,
+               "Python %u.%u.%u: code objects are %llu bytes and str objects %llu (expected %zu and %zu); stacks "
+               "have native frames only", major, minor, micro, static_cast<unsigned long long>(code_size),
+               static_cast<unsigned long long>(unicode_size), l.code_type_basicsize, l.unicode_type_basicsize);
+    }
+    r.support = PythonSupport::kLayoutMismatch;
+    r.layout = nullptr;
+    Publish(r);
+    return r.support;
+  }
   Publish(r);
   return r.support;
 }
@@ -214,6 +250,60 @@ const char* PythonSupportMessage() { return Support() == PythonSupport::kAbsent 
 
 bool IsEvalLoopPc(uintptr_t pc) { return pc - 1 >= g_runtime.eval_start && pc - 1 < g_runtime.eval_end; }
 
+namespace {
+
+void CloseGroup(RawPythonStack* out) {
+  if (out->group_count < kMaxPythonFrames) out->group_end[out->group_count++] = static_cast<uint16_t>(out->count);
+}
+
+// 3.10: every frame object on the chain ran its own call of the eval loop, so each is a group of its own.
+PythonCapture WalkFrameObjects(const PythonLayout& l, uintptr_t frame, RawPythonStack* out) {
+  // A cycle cannot happen in a sane chain; the step limit makes sure a broken one cannot hang the program.
+  for (int steps = 0; frame != 0 && steps < 4 * kMaxPythonFrames; ++steps) {
+    if (!HasType(frame, g_runtime.frame_type)) return PythonCapture::kBroken;
+    const uintptr_t code = Read<uintptr_t>(frame + l.frame_code);
+    if (!HasType(code, g_runtime.code_type)) return PythonCapture::kBroken;
+    if (out->count < kMaxPythonFrames) {
+      out->frames[out->count++] = RawPythonFrame{code, Read<int32_t>(frame + l.frame_instr)};
+    }
+    CloseGroup(out);
+    frame = Read<uintptr_t>(frame + l.frame_previous);
+  }
+  return PythonCapture::kOk;
+}
+
+// 3.11+: one call of the eval loop runs several frames; its first is marked (is_entry in 3.11) or sits on a shim
+// frame owned by the C stack (3.12+), which is where a group ends.
+PythonCapture WalkInterpreterFrames(const PythonLayout& l, uintptr_t frame, RawPythonStack* out) {
+  for (int steps = 0; frame != 0 && steps < 4 * kMaxPythonFrames; ++steps) {
+    const int owner = Read<int8_t>(frame + static_cast<size_t>(l.frame_owner));
+    const uintptr_t previous = Read<uintptr_t>(frame + l.frame_previous);
+    if (l.owner_cstack >= 0 && owner == l.owner_cstack) {
+      CloseGroup(out);
+      frame = previous;
+      continue;
+    }
+    const uintptr_t code = Read<uintptr_t>(frame + l.frame_code);
+    if (!HasType(code, g_runtime.code_type)) return PythonCapture::kBroken;
+    const uintptr_t first = code + l.code_bytecode;
+    const uintptr_t instr = Read<uintptr_t>(frame + l.frame_instr);
+    const int32_t first_traceable = Read<int32_t>(code + static_cast<size_t>(l.code_firsttraceable));
+    // A frame whose instruction pointer has not reached its first traceable instruction is still being set up.
+    const bool incomplete = owner != l.owner_generator &&
+                            instr < first + 2 * static_cast<uintptr_t>(first_traceable < 0 ? 0 : first_traceable);
+    if (!incomplete && out->count < kMaxPythonFrames) {
+      out->frames[out->count++] = RawPythonFrame{code, static_cast<int32_t>((instr - first) / 2)};
+    }
+    if (l.frame_is_entry != kAbsent && Read<uint8_t>(frame + static_cast<size_t>(l.frame_is_entry)) != 0) {
+      CloseGroup(out);
+    }
+    frame = previous;
+  }
+  return PythonCapture::kOk;
+}
+
+}  // namespace
+
 PythonCapture CapturePythonStack(RawPythonStack* out) {
   out->count = 0;
   out->group_count = 0;
@@ -222,81 +312,16 @@ PythonCapture CapturePythonStack(RawPythonStack* out) {
   if (g_runtime.is_finalizing != nullptr && g_runtime.is_finalizing() != 0) return PythonCapture::kNoThreadState;
   const uintptr_t thread = reinterpret_cast<uintptr_t>(g_runtime.this_thread_state());
   if (thread == 0) return PythonCapture::kNoThreadState;
-  const uintptr_t cframe = Read<uintptr_t>(thread + l.thread_cframe);
-  if (cframe == 0) return PythonCapture::kNoThreadState;
-  uintptr_t frame = Read<uintptr_t>(cframe + l.cframe_current_frame);
-  PythonCapture result = PythonCapture::kOk;
-  auto close_group = [&] {
-    if (out->group_count < kMaxPythonFrames) out->group_end[out->group_count++] = static_cast<uint16_t>(out->count);
-  };
-  // A cycle cannot happen in a sane chain; the step limit makes sure a broken one cannot hang the program.
-  for (int steps = 0; frame != 0 && steps < 4 * kMaxPythonFrames; ++steps) {
-    const int owner = Read<int8_t>(frame + l.frame_owner);
-    const uintptr_t previous = Read<uintptr_t>(frame + l.frame_previous);
-    if (l.owner_cstack >= 0 && owner == l.owner_cstack) {  // 3.12+: the shim frame at the base of an eval call
-      close_group();
-      frame = previous;
-      continue;
-    }
-    const uintptr_t code = Read<uintptr_t>(frame + l.frame_code);
-    if (!HasType(code, g_runtime.code_type)) {
-      result = PythonCapture::kBroken;
-      break;
-    }
-    const uintptr_t first = code + l.code_adaptive;
-    const uintptr_t prev_instr = Read<uintptr_t>(frame + l.frame_prev_instr);
-    const int32_t first_traceable = Read<int32_t>(code + l.code_firsttraceable);
-    // A frame whose instruction pointer has not reached its first traceable instruction is still being set up.
-    const bool incomplete = owner != l.owner_generator &&
-                            prev_instr < first + 2 * static_cast<uintptr_t>(first_traceable < 0 ? 0 : first_traceable);
-    if (!incomplete && out->count < kMaxPythonFrames) {
-      out->frames[out->count++] = RawPythonFrame{code, static_cast<int32_t>((prev_instr - first) / 2)};
-    }
-    if (l.frame_is_entry >= 0 && Read<uint8_t>(frame + static_cast<size_t>(l.frame_is_entry)) != 0) close_group();
-    frame = previous;
+  uintptr_t holder = thread;  // what holds the current frame: the thread state, or 3.11/3.12's _PyCFrame
+  if (l.thread_cframe != kAbsent) {
+    holder = Read<uintptr_t>(thread + static_cast<size_t>(l.thread_cframe));
+    if (holder == 0) return PythonCapture::kNoThreadState;
   }
-  if (out->group_count == 0 || out->group_end[out->group_count - 1] != out->count) close_group();
+  const uintptr_t frame = Read<uintptr_t>(holder + l.current_frame);
+  const PythonCapture result = l.chain == FrameChain::kFrameObjects ? WalkFrameObjects(l, frame, out)
+                                                                     : WalkInterpreterFrames(l, frame, out);
+  if (out->group_count == 0 || out->group_end[out->group_count - 1] != out->count) CloseGroup(out);
   return result;
-}
-
-uint32_t DecodeLocationTableLine(const uint8_t* table, size_t size, int first_line, int32_t instr) {
-  const uint8_t* p = table;
-  const uint8_t* end = table + size;
-  int32_t line = first_line;
-  int32_t address = 0;  // code units
-  while (p < end) {
-    const uint8_t head = *p++;
-    if ((head & 0x80) == 0) return 0;  // not at the start of an entry: the table is not what we think
-    const int code = (head >> 3) & 15;
-    const int32_t length = (head & 7) + 1;
-    bool has_line = true;
-    switch (code) {
-      case 15:  // no location
-        has_line = false;
-        break;
-      case 14:  // long form: line delta, end line delta, column, end column
-        line += ReadSignedVarint(p, end);
-        ReadVarint(p, end);
-        ReadVarint(p, end);
-        ReadVarint(p, end);
-        break;
-      case 13:  // no column: line delta
-        line += ReadSignedVarint(p, end);
-        break;
-      case 10:
-      case 11:
-      case 12:  // one-line forms: line delta code - 10, then column and end column bytes
-        line += code - 10;
-        p += 2;
-        break;
-      default:  // short forms: same line, one column byte
-        p += 1;
-        break;
-    }
-    if (instr >= address && instr < address + length) return has_line && line > 0 ? static_cast<uint32_t>(line) : 0;
-    address += length;
-  }
-  return 0;
 }
 
 uint32_t PythonLine(uintptr_t code, int32_t instr) {
@@ -304,10 +329,10 @@ uint32_t PythonLine(uintptr_t code, int32_t instr) {
   if (l == nullptr) return 0;
   const uintptr_t table = Read<uintptr_t>(code + l->code_linetable);
   if (!HasType(table, g_runtime.bytes_type)) return 0;
-  const int64_t size = Read<int64_t>(table + kVarObjectSize);
+  const int64_t size = Read<int64_t>(table + l->var_object_size);
   if (size <= 0) return 0;
-  return DecodeLocationTableLine(reinterpret_cast<const uint8_t*>(table + kBytesData), static_cast<size_t>(size),
-                                 Read<int32_t>(code + l->code_firstlineno), instr);
+  return DecodeLine(l->line_table, reinterpret_cast<const uint8_t*>(table + l->bytes_data), static_cast<size_t>(size),
+                    Read<int32_t>(code + l->code_firstlineno), instr);
 }
 
 size_t PythonCodeFile(uintptr_t code, char* out, size_t size) {
@@ -315,12 +340,12 @@ size_t PythonCodeFile(uintptr_t code, char* out, size_t size) {
 }
 
 size_t PythonCodeName(uintptr_t code, char* out, size_t size) {
-  return g_runtime.layout == nullptr ? 0 : ReadString(Read<uintptr_t>(code + g_runtime.layout->code_qualname), out, size);
+  return g_runtime.layout == nullptr ? 0 : ReadString(Read<uintptr_t>(code + g_runtime.layout->code_name), out, size);
 }
 
 PythonCodeIdentity IdentifyPythonCode(uintptr_t code) {
   const PythonLayout& l = *g_runtime.layout;
-  return PythonCodeIdentity{Read<uintptr_t>(code + l.code_filename), Read<uintptr_t>(code + l.code_qualname),
+  return PythonCodeIdentity{Read<uintptr_t>(code + l.code_filename), Read<uintptr_t>(code + l.code_name),
                             Read<uintptr_t>(code + l.code_linetable), Read<int32_t>(code + l.code_firstlineno)};
 }
 

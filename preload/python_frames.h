@@ -2,8 +2,9 @@
 // running any Python: the thread that calls cudaMalloc inside PyTorch never holds the GIL, and taking it there can
 // deadlock against the caching allocator's lock. This is safe because a thread reads only its own frame chain,
 // which cannot change while that thread is inside a hook, and every frame holds a reference to its code object.
-// The C API functions used, PyGILState_GetThisThreadState and _Py_IsFinalizing, only read thread-specific storage
-// and a runtime flag.
+// The C API functions used, PyGILState_GetThisThreadState and Py_IsFinalizing (_Py_IsFinalizing before 3.13),
+// only read thread-specific storage and a runtime flag; Py_GetVersion (3.10, which has no Py_Version) is called once,
+// at attach.
 //
 // Never: call into the interpreter beyond that lookup, follow a pointer to an object whose type was not checked, or
 // trust a layout (python_layout.h) the running interpreter does not confirm.
@@ -75,10 +76,6 @@ inline bool SameIdentity(const PythonCodeIdentity& x, const PythonCodeIdentity& 
   return x.filename == y.filename && x.qualname == y.qualname && x.linetable == y.linetable &&
          x.firstlineno == y.firstlineno;
 }
-
-// Decodes CPython 3.11+'s location table (`table`, `size` bytes) and returns the line of code unit `instr` for a code
-// object whose first line is `first_line`; 0 when the instruction has no line. Exposed for tests.
-uint32_t DecodeLocationTableLine(const uint8_t* table, size_t size, int first_line, int32_t instr);
 
 }  // namespace cumemtrace::preload
 

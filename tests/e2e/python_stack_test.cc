@@ -1,9 +1,11 @@
-// Python frames in stacks, end to end on the CPU: tests/e2e/python/ctypes_alloc.py (run by the system's Python
-// 3.11) allocates through ctypes, which releases the GIL as PyTorch does, from the main thread and a second thread.
-// The oracle is the script itself: each allocating line carries a `# LINE:<tag>` marker, and the test reads the line
-// numbers from the file. Sizes tell the allocations apart (1, 2 and 3 MiB).
+// Python frames in stacks, end to end on the CPU, under every CPython from 3.10 to 3.14 this machine has
+// (cmake/test_pythons.cmake): tests/e2e/python/ctypes_alloc.py allocates through ctypes, which releases the GIL as
+// PyTorch does, from the main thread and a second thread, nested calls, a generator, a coroutine and through a C
+// function (map) between two Python frames. The oracle is the script itself: each allocating line carries a
+// `# LINE:<tag>` marker, and the test reads the line numbers from the file. Sizes tell the allocations apart.
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "proto/format.h"
 #include "tests/e2e/e2e_support.h"
+#include "tests/test_pythons.h"
 #include "tests/unit/analyzer/cli_runner.h"
 #include "tests/unit/analyzer/json_value.h"
 
@@ -83,19 +86,40 @@ bool HasPythonNotice(const CollectedTrace& trace) {
   return false;
 }
 
-class PythonStacks : public ::testing::Test {
+using test::TestPython;
+
+std::vector<TestPython> Pythons() { return test::ParseTestPythons(TEST_PYTHONS); }
+
+// 3.10's code objects have no qualified name: a method shows as its bare name there.
+std::string Qualified(const TestPython& python, const std::string& qualified) {
+  if (python.minor() >= 11) return qualified;
+  const size_t dot = qualified.rfind('.');
+  return dot == std::string::npos ? qualified : qualified.substr(dot + 1);
+}
+
+// One traced run of ctypes_alloc.py per interpreter, shared by that interpreter's tests.
+class PythonStacks : public ::testing::TestWithParam<TestPython> {
  protected:
-  static void SetUpTestSuite() {
-    RunOptions options;
-    options.program_path = E2E_PYTHON;
-    options.args = {kScript, E2E_PROGRAM_DIR};
-    run_ = new RunResult(RunProgram(options));
-    trace_ = new CollectedTrace(CollectTrace(run_->trace_path));
-  }
+  struct Run {
+    RunResult run;
+    CollectedTrace trace;
+  };
   static void TearDownTestSuite() {
-    RemoveRunDir(*run_);
-    delete trace_;
-    delete run_;
+    for (auto& [version, run] : runs_) RemoveRunDir(run->run);
+    runs_.clear();
+  }
+  void SetUp() override {
+    std::unique_ptr<Run>& slot = runs_[GetParam().version];
+    if (slot == nullptr) {
+      RunOptions options;
+      options.program_path = GetParam().path;
+      options.args = {kScript, E2E_PROGRAM_DIR};
+      RunResult run = RunProgram(options);
+      CollectedTrace trace = CollectTrace(run.trace_path);
+      slot.reset(new Run{std::move(run), std::move(trace)});
+    }
+    run_ = &slot->run;
+    trace_ = &slot->trace;
   }
   const analyzer::Event* AllocOfSize(uint64_t size) {
     for (const analyzer::Event& e : trace_->events) {
@@ -103,13 +127,25 @@ class PythonStacks : public ::testing::Test {
     }
     return nullptr;
   }
-  static RunResult* run_;
-  static CollectedTrace* trace_;
+  std::vector<PyFrame> FramesOfSize(uint64_t size) {
+    const analyzer::Event* e = AllocOfSize(size);
+    if (e == nullptr) {
+      ADD_FAILURE() << "no allocation of " << size << " bytes; " << run_->Describe();
+      return {};
+    }
+    bool marker = false;
+    int first_python = -1;
+    std::vector<PyFrame> frames = PythonFramesOf(*trace_, *e, &marker, &first_python);
+    EXPECT_FALSE(marker);
+    return frames;
+  }
+  static std::map<std::string, std::unique_ptr<Run>> runs_;
+  RunResult* run_ = nullptr;
+  CollectedTrace* trace_ = nullptr;
 };
-RunResult* PythonStacks::run_ = nullptr;
-CollectedTrace* PythonStacks::trace_ = nullptr;
+std::map<std::string, std::unique_ptr<PythonStacks::Run>> PythonStacks::runs_;
 
-TEST_F(PythonStacks, ProgramRunsUnchanged) {
+TEST_P(PythonStacks, ProgramRunsUnchanged) {
   ASSERT_EQ(run_->exit_code, 0) << run_->Describe();
   std::ifstream out(run_->dir + "/stdout.txt");
   std::stringstream text;
@@ -120,13 +156,30 @@ TEST_F(PythonStacks, ProgramRunsUnchanged) {
   EXPECT_FALSE(HasPythonNotice(*trace_));
   ASSERT_TRUE(trace_->has_trailer);
   EXPECT_EQ(trace_->trailer.python_failures, 0u);
-  // Every allocation but the native thread's (ten allocations, ten frees) came from Python code; successful frees
+  // Every allocation but the native thread's (13 allocations, 13 frees) came from Python code; successful frees
   // carry no stack (CUMEMTRACE_FREE_STACKS).
-  EXPECT_EQ(trace_->events.size(), 20u);
-  EXPECT_EQ(trace_->trailer.python_stacks, 9u);
+  EXPECT_EQ(trace_->events.size(), 26u);
+  EXPECT_EQ(trace_->trailer.python_stacks, 12u);
 }
 
-TEST_F(PythonStacks, MainThreadShowsEveryCallerWithItsLine) {
+TEST_P(PythonStacks, GeneratorCoroutineAndCFunctionFramesAreInPlace) {
+  const std::map<std::string, uint32_t> lines = MarkerLines();
+  EXPECT_EQ(FramesOfSize(6 << 20), (std::vector<PyFrame>{{"inner", kScript, lines.at("inner")},
+                                                         {"generator", kScript, lines.at("generator")},
+                                                         {"main", kScript, lines.at("main_generator")},
+                                                         {"<module>", kScript, lines.at("module")}}));
+  EXPECT_EQ(FramesOfSize(7 << 20), (std::vector<PyFrame>{{"inner", kScript, lines.at("inner")},
+                                                         {"coroutine", kScript, lines.at("coroutine")},
+                                                         {"run_coroutine", kScript, lines.at("run_coroutine")},
+                                                         {"main", kScript, lines.at("main_coroutine")},
+                                                         {"<module>", kScript, lines.at("module")}}));
+  // map() is a C function: inner's frame and main's belong to two calls of the eval loop.
+  EXPECT_EQ(FramesOfSize(8 << 20), (std::vector<PyFrame>{{"inner", kScript, lines.at("inner")},
+                                                         {"main", kScript, lines.at("main_map")},
+                                                         {"<module>", kScript, lines.at("module")}}));
+}
+
+TEST_P(PythonStacks, MainThreadShowsEveryCallerWithItsLine) {
   const std::map<std::string, uint32_t> lines = MarkerLines();
   const analyzer::Event* e = AllocOfSize(1 << 20);
   ASSERT_NE(e, nullptr) << run_->Describe();
@@ -147,7 +200,7 @@ TEST_F(PythonStacks, MainThreadShowsEveryCallerWithItsLine) {
 
 // Consecutive stacks of one thread that share outer frames and differ inside (another line, another depth): each
 // has exactly its own frames, whatever the stack before it was.
-TEST_F(PythonStacks, ConsecutiveStacksKeepTheirOwnFrames) {
+TEST_P(PythonStacks, ConsecutiveStacksKeepTheirOwnFrames) {
   const std::map<std::string, uint32_t> lines = MarkerLines();
   for (uint64_t i = 0; i < 6; ++i) {
     const analyzer::Event* e = AllocOfSize((5 << 20) + i);
@@ -164,7 +217,7 @@ TEST_F(PythonStacks, ConsecutiveStacksKeepTheirOwnFrames) {
   }
 }
 
-TEST_F(PythonStacks, MethodsAreQualified) {
+TEST_P(PythonStacks, MethodsAreQualified) {
   const std::map<std::string, uint32_t> lines = MarkerLines();
   const analyzer::Event* e = AllocOfSize(2 << 20);
   ASSERT_NE(e, nullptr);
@@ -172,11 +225,11 @@ TEST_F(PythonStacks, MethodsAreQualified) {
   int first_python = -1;
   std::vector<PyFrame> frames = PythonFramesOf(*trace_, *e, &marker, &first_python);
   ASSERT_GE(frames.size(), 2u);
-  EXPECT_EQ(frames[0], (PyFrame{"Model.allocate", kScript, lines.at("method")}));
+  EXPECT_EQ(frames[0], (PyFrame{Qualified(GetParam(), "Model.allocate"), kScript, lines.at("method")}));
   EXPECT_EQ(frames[1], (PyFrame{"main", kScript, lines.at("main_method")}));
 }
 
-TEST_F(PythonStacks, SecondThreadShowsItsOwnFrames) {
+TEST_P(PythonStacks, SecondThreadShowsItsOwnFrames) {
   const std::map<std::string, uint32_t> lines = MarkerLines();
   const analyzer::Event* e = AllocOfSize(3 << 20);
   ASSERT_NE(e, nullptr);
@@ -196,7 +249,7 @@ TEST_F(PythonStacks, SecondThreadShowsItsOwnFrames) {
   EXPECT_NE(trace_->Tid(*e), main_tid);
 }
 
-TEST_F(PythonStacks, ThreadWithoutPythonSaysSo) {
+TEST_P(PythonStacks, ThreadWithoutPythonSaysSo) {
   const analyzer::Event* e = AllocOfSize(4 << 20);
   ASSERT_NE(e, nullptr);
   bool marker = false;
@@ -239,26 +292,27 @@ std::vector<std::string> PythonFramesText(const analyzer::test::JsonValue& stack
   return frames;
 }
 
-TEST_F(PythonStacks, AnalyzerJsonGroupsByTheUsersLine) {
+TEST_P(PythonStacks, AnalyzerJsonGroupsByTheUsersLine) {
   const std::map<std::string, uint32_t> lines = MarkerLines();
   analyzer::test::JsonValue json = AnalyzeJson({"peak", run_->trace_path, "--json"});
   EXPECT_EQ(json["group_by"].str(), "user");
   EXPECT_TRUE(json["process"]["python_frames_enabled"].boolean());
   const analyzer::test::JsonValue* top = DevicePeakTop(json);
   ASSERT_NE(top, nullptr);
-  // 1 MiB (main thread), 3 MiB (the second thread) and churn's six (5 MiB + i, from two call paths) were all
-  // allocated at inner's line: one group of four stacks.
+  // 1 MiB (main thread), 3 MiB (the second thread), churn's six (5 MiB + i, from two call paths) and those through
+  // the generator, the coroutine and map (6, 7 and 8 MiB) were all allocated at inner's line: one group of seven
+  // stacks.
   bool saw_inner = false, saw_method = false, saw_native_thread = false;
   for (const analyzer::test::JsonValue& group : top->array()) {
     const analyzer::test::JsonValue& user = group["user_frame"];
     if (!user.is_null() && user["function"].str() == "inner") {
       saw_inner = true;
-      EXPECT_EQ(group["bytes"].uinteger(), (4u << 20) + 6 * (5u << 20) + (0 + 1 + 2 + 3 + 4 + 5));
-      EXPECT_EQ(group["stacks"].uinteger(), 4u);
+      EXPECT_EQ(group["bytes"].uinteger(), (4u << 20) + 6 * (5u << 20) + (0 + 1 + 2 + 3 + 4 + 5) + (21u << 20));
+      EXPECT_EQ(group["stacks"].uinteger(), 7u);
       EXPECT_EQ(user["kind"].str(), "python");
       EXPECT_EQ(user["file"].str(), kScript);
       EXPECT_EQ(user["line"].uinteger(), lines.at("inner"));
-    } else if (!user.is_null() && user["function"].str() == "Model.allocate") {
+    } else if (!user.is_null() && user["function"].str() == Qualified(GetParam(), "Model.allocate")) {
       saw_method = true;
       EXPECT_EQ(group["bytes"].uinteger(), 2u << 20);
       EXPECT_EQ(user["line"].uinteger(), lines.at("method"));
@@ -274,7 +328,7 @@ TEST_F(PythonStacks, AnalyzerJsonGroupsByTheUsersLine) {
   EXPECT_TRUE(saw_native_thread);
 }
 
-TEST_F(PythonStacks, AnalyzerJsonStacksCarryEachThreadsPythonFrames) {
+TEST_P(PythonStacks, AnalyzerJsonStacksCarryEachThreadsPythonFrames) {
   const std::map<std::string, uint32_t> lines = MarkerLines();
   analyzer::test::JsonValue json = AnalyzeJson({"peak", run_->trace_path, "--json", "--group-by", "stack"});
   const analyzer::test::JsonValue* top = DevicePeakTop(json);
@@ -292,21 +346,24 @@ TEST_F(PythonStacks, AnalyzerJsonStacksCarryEachThreadsPythonFrames) {
       ASSERT_GE(frames.size(), 4u);
       EXPECT_EQ(std::vector<std::string>(frames.begin(), frames.begin() + 3),
                 (std::vector<std::string>{"inner:" + at("inner"), "outer:" + at("outer"), "worker:" + at("worker")}));
-      EXPECT_EQ(frames[3].rfind("Thread.run:", 0), 0u) << frames[3];
+      EXPECT_EQ(frames[3].rfind(Qualified(GetParam(), "Thread.run") + ":", 0), 0u) << frames[3];
     }
   }
   EXPECT_TRUE(saw_main);
   EXPECT_TRUE(saw_thread);
 }
 
+class PythonTorchBlocks : public ::testing::TestWithParam<TestPython> {};
+class PythonStacksOff : public ::testing::TestWithParam<TestPython> {};
+
 // A PyTorch block allocated from Python keeps CUMEMTRACE_TORCH_STACK_DEPTH native frames (default 16; here 60 lie
 // between the call and the allocator) and all its Python frames, after the native ones; the cut is by design, so
 // not counted as a truncated stack, and the header says the depth.
-TEST(PythonTorchBlocks, KeepTheirPythonFramesAndTheTorchDepthOfNativeFrames) {
+TEST_P(PythonTorchBlocks, KeepTheirPythonFramesAndTheTorchDepthOfNativeFrames) {
   const std::map<std::string, uint32_t> lines = MarkerLines(kTorchScript);
   for (const char* depth : {"", "8"}) {
     RunOptions options;
-    options.program_path = E2E_PYTHON;
+    options.program_path = GetParam().path;
     options.args = {kTorchScript, E2E_FAKE_TORCH_DIR};
     if (*depth != '\0') options.env = {{"CUMEMTRACE_TORCH_STACK_DEPTH", depth}};
     RunResult run = RunProgram(options);
@@ -345,9 +402,9 @@ TEST(PythonTorchBlocks, KeepTheirPythonFramesAndTheTorchDepthOfNativeFrames) {
 // The trailer's recorder time comes with its parts (estimated: a thread's first 64 events are clocked one by one,
 // then a random 1 in 64, so only their presence is certain): 4000 blocks with Python and native stacks give every
 // stack part a share, and the analyzer's JSON carries them.
-TEST(PythonTorchBlocks, TrailerSaysWhereTheRecordersTimeWent) {
+TEST_P(PythonTorchBlocks, TrailerSaysWhereTheRecordersTimeWent) {
   RunOptions options;
-  options.program_path = E2E_PYTHON;
+  options.program_path = GetParam().path;
   options.args = {kTorchScript, E2E_FAKE_TORCH_DIR, "4000"};
   RunResult run = RunProgram(options);
   ASSERT_EQ(run.exit_code, 0) << run.Describe();
@@ -366,9 +423,9 @@ TEST(PythonTorchBlocks, TrailerSaysWhereTheRecordersTimeWent) {
   RemoveRunDir(run);
 }
 
-TEST(PythonStacksOff, EnvironmentTurnsThemOff) {
+TEST_P(PythonStacksOff, EnvironmentTurnsThemOff) {
   RunOptions options;
-  options.program_path = E2E_PYTHON;
+  options.program_path = GetParam().path;
   options.args = {kScript, E2E_PROGRAM_DIR};
   options.env = {{"CUMEMTRACE_PYTHON", "0"}};
   RunResult run = RunProgram(options);
@@ -382,6 +439,14 @@ TEST(PythonStacksOff, EnvironmentTurnsThemOff) {
   RemoveRunDir(run);
 }
 
+INSTANTIATE_TEST_SUITE_P(Interpreters, PythonStacks, ::testing::ValuesIn(Pythons()), test::TestPythonName);
+INSTANTIATE_TEST_SUITE_P(Interpreters, PythonTorchBlocks, ::testing::ValuesIn(Pythons()), test::TestPythonName);
+INSTANTIATE_TEST_SUITE_P(Interpreters, PythonStacksOff, ::testing::ValuesIn(Pythons()), test::TestPythonName);
+// A machine without any of these interpreters runs only the fake-libpython cases below.
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PythonStacks);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PythonTorchBlocks);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PythonStacksOff);
+
 // Versions and layouts this machine cannot run, through a program that loads a fake libpython after start-up
 // (tests/e2e/programs/fake_python*.cc): the preload must find it late, fall back to native frames for versions and
 // layouts it does not know, and say why, once.
@@ -391,6 +456,9 @@ struct FakePythonCase {
   const char* code_size;
   format::NoticeCode expected;  // kUnknown: no Python notice
   const char* message_part;
+  bool legacy = false;                  // no Py_Version, only Py_GetVersion (3.10 and older)
+  const char* cookie = "xdebugpy";      // of the debug offsets (3.13+)
+  const char* free_threaded = "0";
 };
 
 class FakePython : public ::testing::TestWithParam<FakePythonCase> {};
@@ -399,7 +467,11 @@ TEST_P(FakePython, FallsBackToNativeFramesAndSaysWhyOnce) {
   const FakePythonCase& c = GetParam();
   RunOptions options;
   options.program = "fake_python";
-  options.env = {{"FAKE_PY_VERSION", c.version}, {"FAKE_PY_CODE_SIZE", c.code_size}};
+  options.env = {{"FAKE_PY_VERSION", c.version},
+                 {"FAKE_PY_CODE_SIZE", c.code_size},
+                 {"FAKE_PY_COOKIE", c.cookie},
+                 {"FAKE_PY_FREE_THREADED", c.free_threaded},
+                 {"FAKE_PY_LIB", c.legacy ? "libe2e_fake_python_legacy_lib.so" : "libe2e_fake_python_lib.so"}};
   RunResult run = RunProgram(options);
   ASSERT_EQ(run.exit_code, 0) << run.Describe();
   CollectedTrace trace = CollectTrace(run.trace_path);
@@ -429,15 +501,48 @@ TEST_P(FakePython, FallsBackToNativeFramesAndSaysWhyOnce) {
   RemoveRunDir(run);
 }
 
+FakePythonCase Case(const char* name, const char* version, const char* code_size, format::NoticeCode expected,
+                    const char* message_part) {
+  FakePythonCase c;
+  c.name = name;
+  c.version = version;
+  c.code_size = code_size;
+  c.expected = expected;
+  c.message_part = message_part;
+  return c;
+}
+
+FakePythonCase Legacy(FakePythonCase c) {
+  c.legacy = true;
+  return c;
+}
+
+FakePythonCase WithDebugOffsets(FakePythonCase c, const char* cookie, const char* free_threaded) {
+  c.cookie = cookie;
+  c.free_threaded = free_threaded;
+  return c;
+}
+
+constexpr format::NoticeCode kNone = format::NoticeCode::kUnknown;
+constexpr format::NoticeCode kUnsupported = format::NoticeCode::kPythonUnsupported;
+constexpr format::NoticeCode kMismatch = format::NoticeCode::kPythonLayoutMismatch;
+
 INSTANTIATE_TEST_SUITE_P(
     Versions, FakePython,
-    ::testing::Values(FakePythonCase{"Python312", "0x030c03f0", "192", format::NoticeCode::kUnknown, ""},
-                      FakePythonCase{"Python313", "0x030d01f0", "192", format::NoticeCode::kPythonUnsupported,
-                                     "Python 3.13.1"},
-                      FakePythonCase{"Python310", "0x030a0cf0", "192", format::NoticeCode::kPythonUnsupported,
-                                     "Python 3.10.12"},
-                      FakePythonCase{"Python312BadLayout", "0x030c03f0", "200",
-                                     format::NoticeCode::kPythonLayoutMismatch, "code objects are 200 bytes"}),
+    ::testing::Values(
+        Case("Python312", "0x030c03f0", "192", kNone, ""),
+        Case("Python312BadLayout", "0x030c03f0", "200", kMismatch, "code objects are 200 bytes"),
+        // 3.10 is read through Py_GetVersion; its frame objects are checked too (the double has no PyFrame_Type).
+        Legacy(Case("Python310", "0x030a0df0", "176", kMismatch, "Python 3.10.13: frame objects are 0 bytes")),
+        Legacy(Case("Python39", "0x030912f0", "176", kUnsupported, "Python 3.9.18: its frame layout is not known")),
+        // 3.13+: the debug offsets decide. The double's are zeros after the head: a 3.13 walk refuses them.
+        Case("Python313", "0x030d01f0", "200", kMismatch, "Python 3.13.1: its object header is not two words"),
+        WithDebugOffsets(Case("Python313BadCookie", "0x030d01f0", "200", kMismatch, "no \"xdebugpy\" cookie"),
+                         "xdebugp!", "0"),
+        WithDebugOffsets(Case("Python313FreeThreaded", "0x030d01f0", "200", kUnsupported, "free-threaded build"),
+                         "xdebugpy", "1"),
+        Case("Python314", "0x030e00f0", "200", kUnsupported, "Python 3.14.0: its frames hold tagged references"),
+        Case("Python315", "0x030f00a0", "200", kUnsupported, "layout of its debug offsets is not known")),
     [](const ::testing::TestParamInfo<FakePythonCase>& info) { return std::string(info.param.name); });
 
 // A C program (no Python in the process) gets no marker frames and no notice.

@@ -42,6 +42,23 @@ def churn():
     return pointers
 
 
+def generator(size):
+    yield inner(size)  # LINE:generator
+
+
+async def coroutine(size):
+    return inner(size)  # LINE:coroutine
+
+
+def run_coroutine(size):
+    """Drives the coroutine by hand (no event loop): its frame runs on this thread's chain."""
+    try:
+        coroutine(size).send(None)  # LINE:run_coroutine
+    except StopIteration as done:
+        return done.value
+    raise AssertionError("the coroutine did not finish")
+
+
 def worker(results):
     results.append(outer(3 << 20))  # LINE:worker
 
@@ -59,7 +76,11 @@ def main():
     native = plugin.AllocateOnNativeThread(ctypes.c_size_t(4 << 20))
     assert native != 0
     churned = churn()  # LINE:main_churn
-    for pointer in [first, second, results[0], native] + churned:
+    generated = next(generator(6 << 20))  # LINE:main_generator
+    awaited = run_coroutine(7 << 20)  # LINE:main_coroutine
+    # A C function between two Python frames: map() calls inner from C.
+    mapped = list(map(inner, [8 << 20]))[0]  # LINE:main_map
+    for pointer in [first, second, results[0], native] + churned + [generated, awaited, mapped]:
         assert cuda.cuMemFree_v2(ctypes.c_uint64(pointer)) == 0
     print("ok")
 
