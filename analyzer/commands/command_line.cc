@@ -114,6 +114,8 @@ constexpr ValueFlag kValueFlags[] = {
     {"--max-leak", kFlagBounds, "--max-leak needs a value"},
     {"--device", kFlagScope, "--device needs a value"},
     {"--kind", kFlagScope, "--kind needs a value"},
+    {"--set", kFlagWhatIf, "--set needs KEY:VALUE (a PYTORCH_CUDA_ALLOC_CONF setting)"},
+    {"--capacity", kFlagWhatIf, "--capacity needs a size"},
 };
 
 // Stores one flag's value in `cl`.
@@ -139,6 +141,22 @@ absl::Status SetValue(absl::string_view name, absl::string_view value, CommandLi
     return absl::OkStatus();
   }
   if (name == "--phase" || name == "--window") return ParsePhaseFlag(name, value, &cl->phase_filter);
+  if (name == "--set") {
+    if (value.find(':') == absl::string_view::npos || value.front() == ':' || value.back() == ':') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--set takes KEY:VALUE, a PYTORCH_CUDA_ALLOC_CONF setting such as max_split_size_mb:512, "
+                       "not '", value, "'"));
+    }
+    cl->settings.emplace_back(value);
+    return absl::OkStatus();
+  }
+  if (name == "--capacity") {
+    uint64_t bytes = 0;
+    if (absl::Status s = ParseByteSize(name, value, &bytes); !s.ok()) return s;
+    if (bytes == 0) return absl::InvalidArgumentError("--capacity takes the memory of a card, more than 0 bytes");
+    cl->capacity = bytes;
+    return absl::OkStatus();
+  }
   return ParseBoundOrScope(name, value, &cl->bounds);
 }
 
@@ -170,6 +188,11 @@ absl::Status ParseFlags(const std::vector<std::string>& args, CommandLine* cl, s
     if (arg == "--no-oom") {
       note(kFlagBounds, arg);
       cl->bounds.no_oom = true;
+      continue;
+    }
+    if (arg == "--without-outside") {
+      note(kFlagWhatIf, arg);
+      cl->without_outside = true;
       continue;
     }
     if (arg == "--leaks") {
@@ -290,6 +313,10 @@ const std::vector<FlagHelp>& FlagHelps() {
       {kFlagScope, "--device N|host | --kind K",
        "only this device, and only this kind: total, device, managed, pool, vmm_physical, pinned_host,\n"
        "registered_host"},
+      {kFlagWhatIf, "--set KEY:VALUE | --capacity SIZE | --without-outside",
+       "replay under a PYTORCH_CUDA_ALLOC_CONF setting (repeatable; over the recorded ones), on a card of\n"
+       "SIZE (8GiB, 24GB...), or with nothing outside PyTorch on the device (no other process, none of this\n"
+       "process's other memory); combinable"},
   };
   return kHelps;
 }

@@ -32,6 +32,7 @@ enum Flag : uint32_t {
   kFlagLeaks = 1u << 7,
   kFlagBounds = 1u << 8,    // --max-peak, --max-leak, --no-oom
   kFlagScope = 1u << 9,     // --device, --kind
+  kFlagWhatIf = 1u << 10,   // --set KEY:VALUE, --capacity SIZE, --without-outside
 };
 
 // What the --help text says about one flag (or one pair of flags that share a bit).
@@ -64,6 +65,9 @@ struct CommandLine {
   CheckBounds bounds;                    // check: --max-peak, --max-leak, --no-oom; --device and --kind scope
   bool leaks = false;                    // folded, pprof: live at the end instead of live at the peak
   PhaseFilter phase_filter;              // --phase NAME, --window START_MS:END_MS (model/usage/phases.h)
+  std::vector<std::string> settings;     // whatif: --set KEY:VALUE, in order
+  std::optional<uint64_t> capacity;      // whatif: --capacity SIZE
+  bool without_outside = false;          // whatif: --without-outside
 };
 
 // `args` excludes the program name. Errors are one line saying what is wrong (InvalidArgument).

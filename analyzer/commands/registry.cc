@@ -23,6 +23,7 @@ extern const CommandSpec kHtmlCommand;
 extern const CommandSpec kPprofCommand;
 extern const CommandSpec kPerfettoCommand;
 extern const CommandSpec kTorchSnapshotCommand;
+extern const CommandSpec kWhatIfCommand;
 
 namespace {
 
@@ -56,7 +57,7 @@ constexpr char kExitStatusHelp[] =
 const std::vector<const CommandSpec*>& Commands() {
   static const std::vector<const CommandSpec*> kCommands = {
       &kSummaryCommand, &kPeakCommand,   &kLeaksCommand,    &kPinnedCommand, &kOomCommand,
-      &kEventsCommand,  &kRanksCommand,  &kSymbolizeCommand, &kRedactCommand, &kCheckCommand,
+      &kWhatIfCommand,  &kEventsCommand,  &kRanksCommand,  &kSymbolizeCommand, &kRedactCommand, &kCheckCommand,
       &kDiffCommand,    &kFoldedCommand, &kHtmlCommand,     &kPprofCommand,  &kPerfettoCommand,
       &kTorchSnapshotCommand,
   };

@@ -106,8 +106,13 @@ AllocatorConfig ParseAllocatorConfig(absl::string_view text) {
       continue;
     } else if (key == "backend") {
       if (value == "cudaMallocAsync") c.cuda_malloc_async = true;
-    } else if (key == "garbage_collection_threshold" || key == "release_lock_on_cudamalloc" ||
-               key == "release_lock_on_device_malloc" || key == "max_non_split_rounding_mb" ||
+    } else if (key == "garbage_collection_threshold") {
+      double threshold = 0;
+      if (absl::SimpleAtod(value, &threshold)) c.garbage_collection_threshold = threshold;
+    } else if (key == "max_non_split_rounding_mb") {
+      uint64_t mb = 0;
+      if (absl::SimpleAtoi(value, &mb) && mb < (uint64_t{1} << 44)) c.max_non_split_rounding = mb << 20;
+    } else if (key == "release_lock_on_cudamalloc" || key == "release_lock_on_device_malloc" ||
                absl::StartsWithIgnoreCase(key, "pinned_")) {
       // Change which block is chosen or when cache is released (both seen as events), never a block's extent.
     } else if (key == "[" || key == "]" || key == ":") {

@@ -41,6 +41,10 @@ struct AllocatorConfig {
   // release_lock_on_cudamalloc, pinned_*) are accepted silently.
   std::vector<std::string> unmodelled;
   bool cuda_malloc_async = false;  // backend:cudaMallocAsync (no caching allocator: the tracker never attaches)
+  // Settings that change which block serves a request or when cache is released, not a block's extent: the
+  // allocator replay (allocator_replay.h) needs them.
+  double garbage_collection_threshold = 0;  // 0 = off
+  uint64_t max_non_split_rounding = kTorchLargeBuffer;  // max_non_split_rounding_mb, in bytes
 };
 
 // Parses "key:value,key:value" as PyTorch does (whitespace ignored, a list value in brackets).

@@ -1,0 +1,441 @@
+#include "analyzer/model/torch/allocator_whatif.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "analyzer/model/memory/cuda_errors.h"
+#include "analyzer/model/torch/allocator_replay.h"
+#include "analyzer/model/torch/allocator_rules.h"
+#include "analyzer/reader/trace_reader.h"
+#include "proto/format.h"
+
+namespace cumemtrace::analyzer {
+namespace {
+
+// One event of the device that the replay needs: a request, or what the recorded allocator did with the driver.
+struct Step {
+  enum Kind : uint8_t { kAlloc, kOomRequest, kFreeCompleted, kSegmentAlloc, kSegmentFree, kMallocFailed };
+  uint64_t seq = 0;
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint64_t stream = 0;
+  uint64_t stack = 0;
+  int32_t device = 0;
+  Kind kind = kAlloc;
+  bool IsRequest() const { return kind == kAlloc || kind == kOomRequest; }
+  bool IsOutcome() const { return kind >= kSegmentAlloc; }
+};
+
+// The driver's figures at one moment: used = total - free, for memory outside PyTorch.
+struct DriverFigure {
+  uint64_t seq = 0;  // taken after this event
+  int32_t device = 0;
+  uint64_t used = 0;
+  uint64_t total = 0;
+};
+
+class InputPass : public TraceVisitor {
+ public:
+  void OnAllocatorAttach(const AllocatorAttachInfo& attach) override {
+    if (!attached_) config_ = attach.config;
+    attached_ = true;
+  }
+  void OnMemorySample(const MemorySample& s) override {
+    if (s.total_bytes >= s.free_bytes && s.total_bytes > 0) {
+      figures_.push_back({s.after_seq, s.device, s.total_bytes - s.free_bytes, s.total_bytes});
+    }
+  }
+  void OnEvent(const Event& e) override {
+    Step s{e.seq, e.address, e.size, e.stream, e.stack, e.device, Step::kAlloc};
+    switch (e.api) {
+      case format::Api::kTorchAlloc: s.kind = Step::kAlloc; break;
+      case format::Api::kTorchOom: s.kind = Step::kOomRequest; break;
+      case format::Api::kTorchFreeCompleted: s.kind = Step::kFreeCompleted; break;
+      case format::Api::kTorchSegmentAlloc: s.kind = Step::kSegmentAlloc; break;
+      case format::Api::kTorchSegmentFree: s.kind = Step::kSegmentFree; break;
+      case format::Api::kTorchSegmentMap:
+      case format::Api::kTorchSegmentUnmap:
+        expandable_ = true;
+        return;
+      case format::Api::kCudaMalloc:
+        if (e.result != kCudaErrorOutOfMemory) return;
+        s.kind = Step::kMallocFailed;
+        if (e.has_mem_info && e.total_bytes >= e.free_bytes) {
+          // The failure's own figures, taken right after it (the event's own sequence number).
+          figures_.push_back({e.seq, e.device, e.total_bytes - e.free_bytes, e.total_bytes});
+        }
+        break;
+      default:
+        return;
+    }
+    steps_.push_back(s);
+  }
+
+  const std::string& config() const { return config_; }
+  std::vector<Step>& steps() { return steps_; }
+  std::vector<DriverFigure>& figures() { return figures_; }
+  bool expandable() const { return expandable_; }
+
+ private:
+  std::string config_;
+  bool attached_ = false;
+  bool expandable_ = false;
+  std::vector<Step> steps_;
+  std::vector<DriverFigure> figures_;
+};
+
+// What was outside PyTorch over the run: at each driver figure, used - PyTorch's recorded reserved bytes then.
+class OutsideMemory {
+ public:
+  OutsideMemory(const std::vector<Step>& steps, std::vector<DriverFigure> figures, int32_t device) {
+    std::vector<std::pair<uint64_t, uint64_t>> reserved;  // (seq, reserved after it)
+    uint64_t now = 0;
+    for (const Step& s : steps) {
+      if (s.kind == Step::kSegmentAlloc) now += s.size;
+      if (s.kind == Step::kSegmentFree) now -= std::min(now, s.size);
+      if (s.kind == Step::kSegmentAlloc || s.kind == Step::kSegmentFree) reserved.push_back({s.seq, now});
+    }
+    std::sort(figures.begin(), figures.end(), [](const DriverFigure& a, const DriverFigure& b) { return a.seq < b.seq; });
+    for (const DriverFigure& f : figures) {
+      if (f.device != device) continue;
+      auto it = std::upper_bound(reserved.begin(), reserved.end(), std::make_pair(f.seq, UINT64_MAX));
+      const uint64_t torch = it == reserved.begin() ? 0 : std::prev(it)->second;
+      const uint64_t outside = f.used > torch ? f.used - torch : 0;
+      steps_.push_back({f.seq, outside});
+      max_ = std::max(max_, outside);
+      capacity_ = std::max(capacity_, f.total);
+    }
+  }
+  // Outside memory at the moment of event `seq`: the latest figure taken at or before it, else the first.
+  uint64_t At(uint64_t seq) const {
+    if (steps_.empty()) return 0;
+    auto it = std::upper_bound(steps_.begin(), steps_.end(), std::make_pair(seq, UINT64_MAX));
+    return it == steps_.begin() ? steps_.front().second : std::prev(it)->second;
+  }
+  uint64_t max() const { return max_; }
+  uint64_t capacity() const { return capacity_; }
+
+ private:
+  std::vector<std::pair<uint64_t, uint64_t>> steps_;  // (seq, outside bytes)
+  uint64_t max_ = 0;
+  uint64_t capacity_ = 0;
+};
+
+// The recorded run's driver: answers each segment request as it was answered, and says where the replay differs.
+class RecordedDriver : public ReplayDriver {
+ public:
+  RecordedDriver(const std::vector<Step>& steps, FidelityCheck* fidelity) : steps_(steps), fidelity_(fidelity) {
+    for (size_t i = 0; i < steps.size(); ++i) {
+      if (steps[i].IsOutcome()) outcomes_.push_back(i);
+    }
+  }
+  // The request being served: outcomes it may consume come before `seq`.
+  void Serving(uint64_t seq, bool recorded_oom) {
+    serving_seq_ = seq;
+    serving_recorded_oom_ = recorded_oom;
+  }
+  bool Malloc(uint64_t size, uint64_t reserved_now, uint64_t* address) override {
+    if (diverged()) return false;
+    if (const Step* o = Next(); o != nullptr && o->seq < serving_seq_ && o->size == size) {
+      if (o->kind == Step::kSegmentAlloc) {
+        ++cursor_;
+        ++fidelity_->segments;
+        fidelity_->cap_low = std::max(fidelity_->cap_low, reserved_now + size);
+        *address = o->address;
+        return true;
+      }
+      if (o->kind == Step::kMallocFailed) {
+        ++cursor_;
+        return false;
+      }
+    }
+    // A request the recorded run failed without a failed cudaMalloc was refused by a cap (a memory fraction):
+    // reserved + size went over it.
+    if (serving_recorded_oom_) {
+      ++fidelity_->capped_refusals;
+      const uint64_t over = reserved_now + size - 1;
+      fidelity_->cap_high = fidelity_->cap_high == 0 ? over : std::min(fidelity_->cap_high, over);
+      return false;
+    }
+    Diverge(absl::StrCat("the replay asks the driver for a segment of ", size, " bytes; the recorded allocator ",
+                         Describe(Next())));
+    return false;
+  }
+  void Free(uint64_t address, uint64_t size) override {
+    if (diverged()) return;
+    if (const Step* o = Next(); o != nullptr && o->kind == Step::kSegmentFree && o->address == address) {
+      ++cursor_;
+      ++fidelity_->segments;
+      return;
+    }
+    Diverge(absl::StrCat("the replay releases the segment of ", size, " bytes at 0x", absl::Hex(address),
+                         "; the recorded allocator ", Describe(Next())));
+  }
+  // The next recorded outcome not consumed yet, or nullptr.
+  const Step* Next() const { return cursor_ < outcomes_.size() ? &steps_[outcomes_[cursor_]] : nullptr; }
+  void Diverge(std::string why) {
+    if (diverged()) return;
+    fidelity_->exact = false;
+    fidelity_->diverged_seq = serving_seq_;
+    fidelity_->divergence = std::move(why);
+  }
+  bool diverged() const { return !fidelity_->divergence.empty(); }
+
+ private:
+  static std::string Describe(const Step* o) {
+    if (o == nullptr) return "asked for nothing more";
+    switch (o->kind) {
+      case Step::kSegmentAlloc: return absl::StrCat("made a segment of ", o->size, " bytes next (event ", o->seq, ")");
+      case Step::kSegmentFree: return absl::StrCat("released the segment at 0x", absl::Hex(o->address), " next (event ", o->seq, ")");
+      default: return absl::StrCat("failed a cudaMalloc of ", o->size, " bytes next (event ", o->seq, ")");
+    }
+  }
+
+  const std::vector<Step>& steps_;
+  FidelityCheck* fidelity_;
+  std::vector<size_t> outcomes_;
+  size_t cursor_ = 0;
+  uint64_t serving_seq_ = 0;
+  bool serving_recorded_oom_ = false;
+};
+
+// A card of `capacity` bytes, of which `outside` holds what is not PyTorch's at each moment, and a per-process
+// cap on PyTorch's reserved bytes (0 = none).
+class CapacityDriver : public ReplayDriver {
+ public:
+  CapacityDriver(uint64_t capacity, const OutsideMemory* outside, uint64_t cap)
+      : capacity_(capacity), outside_(outside), cap_(cap) {}
+  void Serving(uint64_t seq) { seq_ = seq; }
+  uint64_t OutsideNow() const { return outside_ != nullptr ? outside_->At(seq_) : 0; }
+  bool Malloc(uint64_t size, uint64_t reserved_now, uint64_t* address) override {
+    if (reserved_now + size + OutsideNow() > capacity_) return false;
+    if (cap_ != 0 && reserved_now + size > cap_) return false;
+    *address = next_address_;
+    next_address_ += (size + kTorchRoundLarge - 1) / kTorchRoundLarge * kTorchRoundLarge + kTorchRoundLarge;
+    return true;
+  }
+  void Free(uint64_t, uint64_t) override {}
+
+ private:
+  uint64_t capacity_;
+  const OutsideMemory* outside_;
+  uint64_t cap_;
+  uint64_t seq_ = 0;
+  uint64_t next_address_ = uint64_t{1} << 44;  // made-up addresses, above any real one, in allocation order
+};
+
+// Segment frees that no failed cudaMalloc before them explains start an empty_cache(): marks the first of each run.
+std::vector<bool> EmptyCacheStarts(const std::vector<Step>& steps) {
+  std::vector<bool> starts(steps.size(), false);
+  bool failed_since_request = false, previous_was_empty_cache = false;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    if (s.IsRequest() || s.kind == Step::kFreeCompleted) failed_since_request = false;
+    if (s.kind == Step::kMallocFailed) failed_since_request = true;
+    const bool empty_cache = s.kind == Step::kSegmentFree && !failed_since_request;
+    starts[i] = empty_cache && !previous_was_empty_cache;
+    if (s.kind != Step::kSegmentFree) previous_was_empty_cache = false;
+    if (empty_cache) previous_was_empty_cache = true;
+  }
+  return starts;
+}
+
+// Replays the requests of `steps` under `config`. With `recorded` (and `fidelity`), the recorded driver answers
+// and every decision is checked; with `capacity`, the capacity model answers and the replay stops at the first
+// request that fails.
+ReplayOutcome Replay(const std::vector<Step>& steps, const AllocatorConfig& config, RecordedDriver* recorded,
+                     FidelityCheck* fidelity, CapacityDriver* capacity, uint64_t card) {
+  ReplayDriver* driver = recorded != nullptr ? static_cast<ReplayDriver*>(recorded) : capacity;
+  CachingAllocatorReplay replay(config, driver);
+  ReplayOutcome out;
+  out.ran = true;
+  out.headroom = card;
+  const std::vector<bool> empty_cache = EmptyCacheStarts(steps);
+  std::map<uint64_t, uint64_t> replayed_at;  // recorded block address -> replayed address (capacity model)
+  uint64_t made_up_id = 0;
+  if (fidelity != nullptr) fidelity->exact = true;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    if (recorded != nullptr && recorded->diverged()) break;
+    if (recorded != nullptr) recorded->Serving(s.seq, s.kind == Step::kOomRequest);
+    if (capacity != nullptr) capacity->Serving(s.seq);
+    if (s.IsOutcome()) {
+      // Consumed by the request that follows (the tracker reports a segment before the block in it), or, for a
+      // segment released with no failed cudaMalloc before it, the start of an empty_cache().
+      if (empty_cache[i]) replay.ReleaseCachedSegments();
+      continue;
+    }
+    if (s.kind == Step::kFreeCompleted) {
+      uint64_t address = s.address;
+      if (recorded == nullptr) {
+        auto it = replayed_at.find(s.address);
+        if (it == replayed_at.end()) continue;  // a block the replay never served (it failed, or predates it)
+        address = it->second;
+        replayed_at.erase(it);
+      }
+      if (!replay.Free(address) && recorded != nullptr) {
+        recorded->Diverge(absl::StrCat("the recorded run freed the block at 0x", absl::Hex(s.address), " (event ",
+                                       s.seq, "), which the replay does not hold"));
+      }
+      continue;
+    }
+    const CachingAllocatorReplay::Served served = replay.Malloc(s.size, s.stream);
+    if (served.ok) ++out.requests;
+    if (served.recovered) ++out.recovered;
+    if (recorded != nullptr) {
+      if (recorded->diverged()) break;
+      if (s.kind == Step::kAlloc && !served.ok) {
+        recorded->Diverge(absl::StrCat("the replay runs out of memory at a request of ", s.size,
+                                       " bytes that the recorded run served (event ", s.seq, ")"));
+      } else if (s.kind == Step::kOomRequest && served.ok) {
+        recorded->Diverge(absl::StrCat("the replay serves the request of ", s.size,
+                                       " bytes that the recorded run failed (event ", s.seq, ")"));
+      } else if (s.kind == Step::kAlloc && served.address != s.address) {
+        recorded->Diverge(absl::StrCat("the replay places the block of event ", s.seq, " at 0x",
+                                       absl::Hex(served.address), ", the recorded allocator at 0x",
+                                       absl::Hex(s.address)));
+      } else if (recorded->Next() != nullptr && recorded->Next()->seq < s.seq) {
+        recorded->Diverge(absl::StrCat("the recorded allocator made a decision (event ", recorded->Next()->seq,
+                                       ") that the replay did not make while serving event ", s.seq));
+      }
+      if (recorded->diverged()) break;
+      if (s.kind == Step::kAlloc) ++fidelity->blocks;
+      ++fidelity->requests;
+      if (served.ok && !out.oom) {
+        out.reserved_peak = replay.reserved_peak();
+        out.allocated_peak = replay.allocated_peak();
+      }
+      if (!served.ok && !out.oom) {
+        out.oom = true;
+        out.failed_seq = s.seq;
+        out.failed_size = s.size;
+        out.failed_stack = s.stack;
+      }
+      continue;
+    }
+    const uint64_t outside = capacity->OutsideNow();
+    if (!served.ok) {
+      out.oom = true;
+      out.failed_seq = s.seq;
+      out.failed_size = s.size;
+      out.failed_stack = s.stack;
+      out.reserved_at_failure = replay.reserved();
+      out.allocated_at_failure = replay.allocated();
+      out.largest_free_at_failure = replay.largest_free_block();
+      out.outside_at_failure = outside;
+      break;
+    }
+    replayed_at[s.kind == Step::kAlloc ? s.address : (uint64_t{1} << 63) + made_up_id++] = served.address;
+    out.reserved_peak = replay.reserved_peak();
+    out.allocated_peak = replay.allocated_peak();
+    const uint64_t used = replay.reserved() + outside;
+    out.headroom = std::min(out.headroom, used < card ? card - used : 0);
+  }
+  if (recorded != nullptr && !recorded->diverged() && recorded->Next() != nullptr) {
+    recorded->Diverge(absl::StrCat("the recorded allocator made a decision (event ", recorded->Next()->seq,
+                                   ") after the last request that the replay did not make"));
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<WhatIf> ReplayWhatIf(const std::string& path, const WhatIfOptions& options) {
+  InputPass pass;
+  ReadStats stats;
+  if (absl::Status s = ReadTrace(path, pass, &stats); !s.ok()) return s;
+  std::vector<Step>& all = pass.steps();
+  // The device: that of the first OOM, else of the first request.
+  const Step* first = nullptr;
+  for (const Step& s : all) {
+    if (s.kind == Step::kOomRequest) {
+      first = &s;
+      break;
+    }
+    if (first == nullptr && s.kind == Step::kAlloc) first = &s;
+  }
+  if (first == nullptr) {
+    return absl::InvalidArgumentError(
+        "the trace has no PyTorch allocator events to replay (a PyTorch program traced with "
+        "CUMEMTRACE_TORCH_BLOCKS=1, the default, has them)");
+  }
+  WhatIf w;
+  w.device = first->device;
+  std::vector<Step> steps;
+  for (const Step& s : all) {
+    if (s.device == w.device) steps.push_back(s);
+  }
+  all.clear();
+  all.shrink_to_fit();
+  std::sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.seq < b.seq; });
+
+  w.recorded_settings = pass.config();
+  std::vector<std::string> settings;
+  if (!w.recorded_settings.empty()) settings.push_back(w.recorded_settings);
+  settings.insert(settings.end(), options.settings.begin(), options.settings.end());
+  w.settings = absl::StrJoin(settings, ",");
+  const AllocatorConfig recorded_config = ParseAllocatorConfig(w.recorded_settings);
+  const AllocatorConfig whatif_config = ParseAllocatorConfig(w.settings);
+  for (const Step& s : steps) {
+    if (s.IsRequest()) ++w.torch_requests;
+    if (s.kind == Step::kOomRequest && !w.recorded_oom) {
+      w.recorded_oom = true;
+      w.recorded_oom_seq = s.seq;
+    }
+  }
+  {
+    uint64_t reserved = 0;
+    for (const Step& s : steps) {
+      if (s.kind == Step::kSegmentAlloc) reserved += s.size;
+      if (s.kind == Step::kSegmentFree) reserved -= std::min(reserved, s.size);
+      w.recorded_reserved_peak = std::max(w.recorded_reserved_peak, reserved);
+    }
+  }
+  const OutsideMemory outside(steps, std::move(pass.figures()), w.device);
+  w.recorded_capacity = outside.capacity();
+  w.outside_max = outside.max();
+  w.capacity = options.capacity.value_or(w.recorded_capacity);
+  w.without_outside = options.without_outside;
+
+  std::string unsupported = ReplayUnsupported(recorded_config);
+  const std::string whatif_unsupported = ReplayUnsupported(whatif_config);
+  if (pass.expandable() && unsupported.empty()) unsupported = "expandable segments";
+  w.unsupported = !unsupported.empty() ? unsupported : whatif_unsupported;
+  if (!unsupported.empty()) return w;  // nothing can be checked against the recorded run
+
+  RecordedDriver recorded(steps, &w.fidelity);
+  Replay(steps, recorded_config, &recorded, &w.fidelity, nullptr, 0);
+  if (w.recorded_capacity == 0 && !options.capacity.has_value()) return w;  // no capacity to model
+
+  // A cap seen in the recorded run stays in every replay (it is the program's own setting), at each of its bounds.
+  const FidelityCheck& f = w.fidelity;
+  const bool capped = f.capped_refusals > 0;
+  auto same = [](const ReplayOutcome& a, const ReplayOutcome& b) {
+    return a.oom == b.oom && a.failed_seq == b.failed_seq;
+  };
+  if (w.recorded_capacity != 0) {
+    CapacityDriver low(w.recorded_capacity, &outside, capped ? f.cap_low : 0);
+    w.capacity_check = Replay(steps, recorded_config, nullptr, nullptr, &low, w.recorded_capacity);
+    if (capped) {
+      CapacityDriver high(w.recorded_capacity, &outside, f.cap_high);
+      const ReplayOutcome at_high = Replay(steps, recorded_config, nullptr, nullptr, &high, w.recorded_capacity);
+      if (!same(at_high, w.capacity_check)) w.capacity_check.oom = !w.recorded_oom;  // not reproduced at both
+    }
+    w.capacity_model_agrees = w.capacity_check.oom == w.recorded_oom &&
+                              (!w.recorded_oom || w.capacity_check.failed_seq == w.recorded_oom_seq);
+  }
+  if (!whatif_unsupported.empty() || w.capacity == 0) return w;
+  const OutsideMemory* outside_memory = options.without_outside ? nullptr : &outside;
+  CapacityDriver model(w.capacity, outside_memory, capped ? f.cap_low : 0);
+  w.whatif = Replay(steps, whatif_config, nullptr, nullptr, &model, w.capacity);
+  if (capped) {
+    CapacityDriver high(w.capacity, outside_memory, f.cap_high);
+    w.cap_bounds_agree = same(Replay(steps, whatif_config, nullptr, nullptr, &high, w.capacity), w.whatif);
+  }
+  return w;
+}
+
+}  // namespace cumemtrace::analyzer
