@@ -59,6 +59,12 @@ std::string WhatIfJson(const WhatIfReport& r) {
   } else {
     w.Null();
   }
+  w.Key("free_at_failure");  // the card less reserved and outside memory when the replay failed
+  if (r.claim == WhatIfClaim::kOom) {
+    w.Uint(r.free_at_failure);
+  } else {
+    w.Null();
+  }
   w.Member("device", x.device);
   w.Member("settings", x.settings);
   w.Member("recorded_settings", x.recorded_settings);

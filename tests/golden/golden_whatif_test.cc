@@ -1,0 +1,103 @@
+// `whatif` on the real H100 traces of examples/: the allocator replay under the recorded settings must reproduce
+// the recorded run exactly (every segment the allocator made or released, every block's address, the OOM at the
+// same request: the trace's own allocator events are the oracle), and its reserved peak must equal PyTorch's own
+// reserved_bytes.all.peak in the truth file (tolerance zero).
+#include <string>
+
+#include "tests/golden/golden_support.h"
+
+namespace cumemtrace::analyzer::golden {
+namespace {
+
+struct Case {
+  const char* trace;
+  const char* truth;
+  uint64_t requests;  // torch.alloc + torch.oom events of the trace
+};
+
+class WhatIfRecorded : public ::testing::TestWithParam<Case> {};
+
+// The last reserved_bytes.all.peak the workload read from PyTorch: its final memory_stats, else its last
+// checkpoint.
+uint64_t TruthReservedPeak(const JsonValue& truth) {
+  if (truth.has("memory_stats")) return truth["memory_stats"]["reserved_bytes.all.peak"].uinteger();
+  const JsonValue& checkpoints = truth["checkpoints"];
+  return checkpoints[checkpoints.size() - 1]["stats"]["reserved_bytes.all.peak"].uinteger();
+}
+
+TEST_P(WhatIfRecorded, ReplayReproducesTheRecordedAllocator) {
+  const Case& c = GetParam();
+  const JsonValue report = Report({"whatif", Example(c.trace)});
+  const JsonValue& fidelity = report["fidelity"];
+  EXPECT_TRUE(fidelity["exact"].boolean()) << fidelity["divergence"].str();
+  EXPECT_EQ(fidelity["requests"].uinteger(), c.requests);
+  EXPECT_EQ(report["recorded"]["requests"].uinteger(), c.requests);
+  EXPECT_TRUE(report["capacity_model_agrees"].boolean());
+  const JsonValue truth = Truth(c.truth);
+  if (report["recorded"]["oom"].boolean()) {
+    // The replay fails at the request the recorded run failed at.
+    EXPECT_EQ(report["claim"].str(), "oom");
+    EXPECT_EQ(report["replay"]["failure"]["seq"].uinteger(), report["recorded"]["oom_seq"].uinteger());
+    EXPECT_EQ(report["replay"]["failure"]["size"].uinteger(),
+              truth.has("request") ? truth["request"].uinteger() : truth["output_bytes"].uinteger());
+  } else {
+    EXPECT_EQ(report["claim"].str(), "runs_through");
+    EXPECT_FALSE(report["oom"].boolean());
+    EXPECT_EQ(report["reserved_peak"].uinteger(), TruthReservedPeak(truth));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Examples, WhatIfRecorded,
+    ::testing::Values(Case{"gpt2_blocks_h100.pb", "gpt2_blocks_h100_truth.json", 3579},
+                      Case{"story_leak_blocks_h100.pb", "story_leak_blocks_h100_truth.json", 127},
+                      Case{"story_oom_blocks_h100.pb", "story_oom_blocks_h100_truth.json", 91},
+                      Case{"frag_oom_h100.pb", "frag_oom_h100_truth.json", 22}),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      std::string name = info.param.trace;
+      return name.substr(0, name.find('.'));
+    });
+
+// story_oom's OOM: PyTorch's message says how much of the card was free ("of which 166.19 MiB is free"); the
+// replay's figure at the failing request (the card less reserved and outside memory) must say the same, to the
+// message's rounding.
+TEST(WhatIfOom, FreeOnTheCardIsPyTorchsOwn) {
+  const JsonValue report = Report({"whatif", Example("story_oom_blocks_h100.pb")});
+  const std::string message = Truth("story_oom_blocks_h100_truth.json")["oom"]["message"].str();
+  const size_t at = message.find(" MiB is free");
+  ASSERT_NE(at, std::string::npos) << message;
+  const size_t start = message.rfind(' ', at - 1) + 1;
+  const double free_mib = std::stod(message.substr(start, at - start));
+  EXPECT_NEAR(report["free_at_failure"].uinteger() / double(1 << 20), free_mib, 0.005);
+}
+
+// frag_oom ran under torch.cuda.set_per_process_memory_fraction: PyTorch refused the request without asking the
+// driver. The replay must see a cap, and bound it around what PyTorch's own message says was allowed.
+TEST(WhatIfCap, BoundsContainTheAllowedMemoryOfPyTorchsMessage) {
+  const JsonValue report = Report({"whatif", Example("frag_oom_h100.pb")});
+  const JsonValue& cap = report["memory_cap"];
+  ASSERT_EQ(cap.type(), JsonValue::Type::kObject);
+  const std::string message = Truth("frag_oom_h100_truth.json")["message"].str();
+  const size_t at = message.find(" GiB allowed");
+  ASSERT_NE(at, std::string::npos) << message;
+  const size_t start = message.rfind(' ', at - 1) + 1;
+  const double allowed_gib = std::stod(message.substr(start, at - start));  // printed with two decimals
+  const double low = cap["low"].uinteger() / double(1ull << 30), high = cap["high"].uinteger() / double(1ull << 30);
+  EXPECT_LE(low, allowed_gib + 0.005);
+  EXPECT_GE(high, allowed_gib - 0.005);
+  EXPECT_LT(low, high);
+}
+
+// Expandable segments are not restated: nothing is replayed and nothing claimed.
+TEST(WhatIfUnsupported, ExpandableSegmentsAreRefusedNotGuessed) {
+  const JsonValue report = Report({"whatif", Example("gpt2_blocks_expandable_h100.pb")});
+  EXPECT_EQ(report["claim"].str(), "unsupported");
+  EXPECT_EQ(report["oom"].type(), JsonValue::Type::kNull);
+  EXPECT_EQ(report["reserved_peak"].type(), JsonValue::Type::kNull);
+  const JsonValue asked = Report({"whatif", Example("gpt2_blocks_h100.pb"), "--set", "expandable_segments:True"});
+  EXPECT_EQ(asked["claim"].str(), "unsupported");
+  EXPECT_TRUE(asked["fidelity"]["exact"].boolean());  // the recorded run itself was still checked
+}
+
+}  // namespace
+}  // namespace cumemtrace::analyzer::golden

@@ -1,0 +1,154 @@
+// The caching-allocator replay on hand-made request sequences, each checked against what PyTorch's documented
+// behaviour gives (c10/cuda CUDACachingAllocator, native backend): a driver double records every segment asked for
+// and released, and refuses beyond a capacity.
+#include "analyzer/model/torch/allocator_replay.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace cumemtrace::analyzer {
+namespace {
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+class FakeDriver : public ReplayDriver {
+ public:
+  explicit FakeDriver(uint64_t capacity) : capacity_(capacity) {}
+  bool Malloc(uint64_t size, uint64_t reserved_now, uint64_t* address) override {
+    asked.push_back(size);
+    if (reserved_now + size > capacity_) return false;
+    *address = next_;
+    next_ += size + 2 * kMiB;
+    return true;
+  }
+  void Free(uint64_t address, uint64_t size) override { released.push_back({address, size}); }
+  std::vector<uint64_t> asked;
+  std::vector<std::pair<uint64_t, uint64_t>> released;
+
+ private:
+  uint64_t capacity_;
+  uint64_t next_ = uint64_t{1} << 30;
+};
+
+TEST(AllocatorReplay, SmallRequestsShareATwoMiBSegmentAndLargeOnesTwentyMiB) {
+  FakeDriver driver(1ull << 40);
+  CachingAllocatorReplay replay({}, &driver);
+  const auto a = replay.Malloc(4, 0);       // 512 bytes, small pool: a 2 MiB segment
+  const auto b = replay.Malloc(1000, 0);    // 1024 bytes, split off the same segment
+  const auto c = replay.Malloc(3 * kMiB, 0);  // large pool, < 10 MiB: a 20 MiB segment
+  ASSERT_TRUE(a.ok && b.ok && c.ok);
+  EXPECT_EQ(driver.asked, (std::vector<uint64_t>{2 * kMiB, 20 * kMiB}));
+  EXPECT_EQ(a.block_size, 512u);
+  EXPECT_EQ(b.address, a.address + 512);
+  EXPECT_EQ(b.block_size, 1024u);
+  EXPECT_EQ(c.block_size, 3 * kMiB);
+  EXPECT_EQ(replay.reserved(), 22 * kMiB);
+  EXPECT_EQ(replay.allocated(), 3 * kMiB + 1536);
+}
+
+TEST(AllocatorReplay, BestFitTakesTheSmallestBlockThatFitsThenTheLowestAddress) {
+  FakeDriver driver(1ull << 40);
+  CachingAllocatorReplay replay({}, &driver);
+  // Three segments of their own (>= 10 MiB requests are rounded to 2 MiB and not split when the rest is small).
+  const auto big = replay.Malloc(40 * kMiB, 0);
+  const auto mid1 = replay.Malloc(24 * kMiB, 0);
+  const auto mid2 = replay.Malloc(24 * kMiB, 0);
+  ASSERT_TRUE(replay.Free(big.address));
+  ASSERT_TRUE(replay.Free(mid2.address));
+  ASSERT_TRUE(replay.Free(mid1.address));
+  // 22 MiB fits both 24 MiB blocks and the 40 MiB one: the smallest, lowest address first.
+  const auto again = replay.Malloc(22 * kMiB, 0);
+  EXPECT_EQ(again.address, mid1.address);
+  // Another stream never takes this stream's blocks.
+  const auto other = replay.Malloc(22 * kMiB, 7);
+  EXPECT_NE(other.address, mid2.address);
+  EXPECT_NE(other.address, big.address);
+  EXPECT_EQ(driver.asked.size(), 4u);
+}
+
+TEST(AllocatorReplay, SplitRestMergesBackWhenFreed) {
+  FakeDriver driver(1ull << 40);
+  CachingAllocatorReplay replay({}, &driver);
+  const auto first = replay.Malloc(12 * kMiB, 0);  // a 12 MiB segment, used whole
+  ASSERT_TRUE(replay.Free(first.address));
+  const auto a = replay.Malloc(5 * kMiB, 0);  // 12 MiB block: the 7 MiB rest is > 1 MiB, so it is split off
+  EXPECT_EQ(a.address, first.address);
+  EXPECT_EQ(a.block_size, 5 * kMiB);
+  const auto b = replay.Malloc(6 * kMiB, 0);  // from the rest, split again (1 MiB left: not split, kept)
+  EXPECT_EQ(b.address, first.address + 5 * kMiB);
+  EXPECT_EQ(b.block_size, 7 * kMiB);
+  EXPECT_EQ(driver.asked.size(), 1u);
+  ASSERT_TRUE(replay.Free(a.address));
+  ASSERT_TRUE(replay.Free(b.address));
+  EXPECT_EQ(replay.largest_free_block(), 12 * kMiB);  // merged whole again
+  EXPECT_EQ(replay.ReleaseCachedSegments(), 12 * kMiB);
+  EXPECT_EQ(replay.reserved(), 0u);
+}
+
+TEST(AllocatorReplay, OversizeBlocksServeOnlyOversizeRequestsThatAreNotMuchSmaller) {
+  AllocatorConfig config = ParseAllocatorConfig("max_split_size_mb:100");
+  FakeDriver driver(1ull << 40);
+  CachingAllocatorReplay replay(config, &driver);
+  const auto huge = replay.Malloc(200 * kMiB, 0);
+  ASSERT_TRUE(replay.Free(huge.address));
+  // 30 MiB < max_split_size: the 200 MiB oversize block is not used, a new segment is made.
+  const auto small = replay.Malloc(30 * kMiB, 0);
+  EXPECT_NE(small.address, huge.address);
+  // 150 MiB: oversize, but 200 >= 150 + 20: not used either.
+  const auto big = replay.Malloc(150 * kMiB, 0);
+  EXPECT_NE(big.address, huge.address);
+  // 190 MiB: within 20 MiB of it, and taken whole (oversize blocks are never split).
+  const auto close = replay.Malloc(190 * kMiB, 0);
+  EXPECT_EQ(close.address, huge.address);
+  EXPECT_EQ(close.block_size, 200 * kMiB);
+}
+
+TEST(AllocatorReplay, RefusedDriverReleasesWholeFreeSegmentsThenRetries) {
+  FakeDriver driver(100 * kMiB);
+  CachingAllocatorReplay replay({}, &driver);
+  const auto a = replay.Malloc(40 * kMiB, 0);
+  const auto b = replay.Malloc(40 * kMiB, 0);
+  ASSERT_TRUE(replay.Free(a.address));  // cached, wholly free
+  // 50 MiB does not fit the 40 MiB cached block; 80 + 50 > 100: released (40 MiB), then retried: 40 + 50 fits.
+  const auto c = replay.Malloc(50 * kMiB, 0);
+  ASSERT_TRUE(c.ok);
+  EXPECT_TRUE(c.recovered);
+  EXPECT_EQ(c.released_bytes, 40 * kMiB);
+  EXPECT_EQ(driver.released, (std::vector<std::pair<uint64_t, uint64_t>>{{a.address, 40 * kMiB}}));
+  // Now 90 MiB reserved, all in tensors: 20 MiB more cannot be had, whatever is released.
+  const auto d = replay.Malloc(20 * kMiB, 0);
+  EXPECT_FALSE(d.ok);
+  EXPECT_TRUE(replay.Free(b.address));
+  EXPECT_FALSE(replay.Free(b.address));  // not twice
+}
+
+TEST(AllocatorReplay, WithMaxSplitSizeOversizeBlocksAreReleasedFirstLargestFirst) {
+  AllocatorConfig config = ParseAllocatorConfig("max_split_size_mb:20");
+  FakeDriver driver(130 * kMiB);
+  CachingAllocatorReplay replay(config, &driver);
+  const auto a = replay.Malloc(30 * kMiB, 0);
+  const auto b = replay.Malloc(40 * kMiB, 0);
+  const auto small = replay.Malloc(2 * kMiB, 0);  // a 20 MiB segment, kept in use
+  ASSERT_TRUE(a.ok && b.ok && small.ok);
+  ASSERT_TRUE(replay.Free(a.address));
+  ASSERT_TRUE(replay.Free(b.address));
+  // 60 MiB: no cached block is large enough; 90 + 60 > 130. Oversize blocks of this stream are released from the
+  // largest (40) until 60 MiB are free (then 30), and the retry succeeds.
+  const auto c = replay.Malloc(60 * kMiB, 0);
+  ASSERT_TRUE(c.ok);
+  EXPECT_EQ(driver.released,
+            (std::vector<std::pair<uint64_t, uint64_t>>{{b.address, 40 * kMiB}, {a.address, 30 * kMiB}}));
+}
+
+TEST(AllocatorReplay, RoundupPower2DivisionsChangeTheBlockSize) {
+  AllocatorConfig config = ParseAllocatorConfig("roundup_power2_divisions:4");
+  FakeDriver driver(1ull << 40);
+  CachingAllocatorReplay replay(config, &driver);
+  // 1.1 MiB with 4 divisions of [1, 2) MiB rounds to 1.25 MiB.
+  const auto a = replay.Malloc(1153434, 0);
+  EXPECT_EQ(a.block_size, 1310720u);
+}
+
+}  // namespace
+}  // namespace cumemtrace::analyzer
