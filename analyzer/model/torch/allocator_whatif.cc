@@ -1,6 +1,7 @@
 #include "analyzer/model/torch/allocator_whatif.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 
 #include "absl/status/status.h"
@@ -23,6 +24,9 @@ struct Step {
   uint64_t size = 0;
   uint64_t stream = 0;
   uint64_t stack = 0;
+  // Segments: when the driver's figures changed, the cudaMalloc before a SEGMENT_ALLOC or the cudaFree after a
+  // SEGMENT_FREE (0: the event's own seq).
+  uint64_t driver_seq = 0;
   int32_t device = 0;
   Kind kind = kAlloc;
   bool IsRequest() const { return kind == kAlloc || kind == kOomRequest; }
@@ -49,18 +53,35 @@ class InputPass : public TraceVisitor {
     }
   }
   void OnEvent(const Event& e) override {
-    Step s{e.seq, e.address, e.size, e.stream, e.stack, e.device, Step::kAlloc};
+    Step s{e.seq, e.address, e.size, e.stream, e.stack, 0, e.device, Step::kAlloc};
     switch (e.api) {
       case format::Api::kTorchAlloc: s.kind = Step::kAlloc; break;
       case format::Api::kTorchOom: s.kind = Step::kOomRequest; break;
-      case format::Api::kTorchFreeCompleted: s.kind = Step::kFreeCompleted; break;
-      case format::Api::kTorchSegmentAlloc: s.kind = Step::kSegmentAlloc; break;
-      case format::Api::kTorchSegmentFree: s.kind = Step::kSegmentFree; break;
+      // A free whose streams were done at once comes as one event (the tracker's FREE_REQUESTED and
+      // FREE_COMPLETED merged): the block returns to the cache there.
+      case format::Api::kTorchFreeCompleted:
+      case format::Api::kTorchFree:
+        s.kind = Step::kFreeCompleted;
+        break;
+      case format::Api::kTorchSegmentAlloc:
+        s.kind = Step::kSegmentAlloc;
+        if (last_malloc_.first == e.address) s.driver_seq = last_malloc_.second;
+        break;
+      case format::Api::kTorchSegmentFree:
+        s.kind = Step::kSegmentFree;
+        last_segment_free_ = steps_.size();
+        break;
+      case format::Api::kCudaFree:
+        if (e.result == 0 && last_segment_free_ < steps_.size() && steps_[last_segment_free_].address == e.address) {
+          steps_[last_segment_free_].driver_seq = e.seq;
+        }
+        return;
       case format::Api::kTorchSegmentMap:
       case format::Api::kTorchSegmentUnmap:
         expandable_ = true;
         return;
       case format::Api::kCudaMalloc:
+        if (e.result == 0) last_malloc_ = {e.address, e.seq};
         if (e.result != kCudaErrorOutOfMemory) return;
         s.kind = Step::kMallocFailed;
         if (e.has_mem_info && e.total_bytes >= e.free_bytes) {
@@ -85,6 +106,8 @@ class InputPass : public TraceVisitor {
   bool expandable_ = false;
   std::vector<Step> steps_;
   std::vector<DriverFigure> figures_;
+  std::pair<uint64_t, uint64_t> last_malloc_{0, 0};  // (address, seq) of the last successful cudaMalloc
+  size_t last_segment_free_ = SIZE_MAX;              // index in steps_ of the last SEGMENT_FREE
 };
 
 // What was outside PyTorch over the run: at each driver figure, used - PyTorch's recorded reserved bytes then.
@@ -96,8 +119,11 @@ class OutsideMemory {
     for (const Step& s : steps) {
       if (s.kind == Step::kSegmentAlloc) now += s.size;
       if (s.kind == Step::kSegmentFree) now -= std::min(now, s.size);
-      if (s.kind == Step::kSegmentAlloc || s.kind == Step::kSegmentFree) reserved.push_back({s.seq, now});
+      if (s.kind == Step::kSegmentAlloc || s.kind == Step::kSegmentFree) {
+        reserved.push_back({s.driver_seq != 0 ? s.driver_seq : s.seq, now});
+      }
     }
+    std::sort(reserved.begin(), reserved.end());
     std::sort(figures.begin(), figures.end(), [](const DriverFigure& a, const DriverFigure& b) { return a.seq < b.seq; });
     for (const DriverFigure& f : figures) {
       if (f.device != device) continue;
