@@ -3,6 +3,7 @@
 // same request: the trace's own allocator events are the oracle), and its reserved peak must equal PyTorch's own
 // reserved_bytes.all.peak in the truth file (tolerance zero).
 #include <string>
+#include <vector>
 
 #include "tests/golden/golden_support.h"
 
@@ -57,6 +58,39 @@ INSTANTIATE_TEST_SUITE_P(
       std::string name = info.param.trace;
       return name.substr(0, name.find('.'));
     });
+
+// Traces whose programs were rerun on the GPU with each setting (tests/gpu/whatif_check.sh): the truth's "whatif"
+// entries are the reruns' outcomes, and `whatif --set` must predict each: OOM or not, and the reserved peak
+// (PyTorch's max_memory_reserved) to the byte when it ran through.
+class WhatIfReruns : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(WhatIfReruns, ReplayPredictsEachRerun) {
+  const std::string name = GetParam();
+  const JsonValue truth = Truth(name + "_truth.json");
+  ASSERT_GT(truth["whatif"].size(), 0u);
+  for (const JsonValue& entry : truth["whatif"].array()) {
+    std::vector<std::string> args = {"whatif", Example(name + ".pb")};
+    if (entry.has("set")) args.insert(args.end(), {"--set", entry["set"].str()});
+    if (entry.has("capacity_bytes")) {
+      args.insert(args.end(), {"--capacity", std::to_string(entry["capacity_bytes"].uinteger())});
+    }
+    if (entry.has("without_outside")) args.push_back("--without-outside");
+    const JsonValue report = Report(args);
+    SCOPED_TRACE(args[2]);
+    EXPECT_TRUE(report["fidelity"]["exact"].boolean()) << report["fidelity"]["divergence"].str();
+    ASSERT_EQ(report["oom"].type(), JsonValue::Type::kBool) << report["claim"].str();
+    EXPECT_EQ(report["oom"].boolean(), entry["oom"].boolean());
+    if (!entry["oom"].boolean()) {
+      EXPECT_EQ(report["reserved_peak"].uinteger(), entry["reserved_peak"].uinteger());
+    }
+  }
+  // And with no option, the recorded outcome.
+  const JsonValue recorded = Report({"whatif", Example(name + ".pb")});
+  EXPECT_EQ(recorded["oom"].boolean(), truth["oom"].boolean());
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, WhatIfReruns, ::testing::Values("whatif_holes_h100", "whatif_live_h100"),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 // story_oom's OOM: PyTorch's message says how much of the card was free ("of which 166.19 MiB is free"); the
 // replay's figure at the failing request (the card less reserved and outside memory) must say the same, to the

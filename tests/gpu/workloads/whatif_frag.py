@@ -29,7 +29,16 @@ def main():
     device = torch.device("cuda", 0)
     torch.cuda.set_device(device)
     free, _ = torch.cuda.mem_get_info(device)
-    filler = torch.empty(free - 3379 * MiB, dtype=torch.uint8, device=device)
+    # The filler in power-of-two pieces of at least 16 MiB, which no rounding setting (roundup_power2_divisions)
+    # enlarges; what is left below 16 MiB stays free.
+    rest = free - 3379 * MiB
+    filler = []
+    piece = 1 << (rest.bit_length() - 1)
+    while piece >= 16 * MiB:
+        if rest >= piece:
+            filler.append(torch.empty(piece, dtype=torch.uint8, device=device))
+            rest -= piece
+        piece >>= 1
     big = torch.empty(2048 * MiB, dtype=torch.uint8, device=device)
     del big
     size = 40 * MiB if mode == "holes" else 80 * MiB
@@ -43,7 +52,7 @@ def main():
     except torch.OutOfMemoryError:
         oom = True
     print(json.dumps({"mode": mode, "oom": oom, "reserved_peak": torch.cuda.max_memory_reserved(device),
-                      "allocated_peak": torch.cuda.max_memory_allocated(device), "filler": filler.numel(),
+                      "allocated_peak": torch.cuda.max_memory_allocated(device), "filler": sum(t.numel() for t in filler),
                       "settings": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")}))
     del pieces, filler
     return 0
