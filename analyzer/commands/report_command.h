@@ -30,6 +30,8 @@ struct ReportParts {
   Report (*build)(const Analysis&, const ReportOptions&, FrameResolver&);
   std::string (*text)(const Overview&, const Report&);
   std::string (*json)(const Overview&, const Report&);
+  // A pass of the model beyond the analysis that the report adds (oom: the allocator replay), or null.
+  void (*extend)(const CommandLine&, Report*) = nullptr;
 };
 
 template <typename Report>
@@ -46,7 +48,8 @@ int RunReport(const CommandLine& cl, Console& console, const ReportParts<Report>
   if (!analysis.ok()) return console.Error(analysis.status());
   const Analysis& a = **analysis;
   FrameResolver resolver(a.stacks, a.symbols, a.python_frames);
-  const Report report = parts.build(a, options, resolver);
+  Report report = parts.build(a, options, resolver);
+  if (parts.extend != nullptr) parts.extend(cl, &report);
   const Overview overview = OverviewOf(a, cl);
   return console.Report(cl.json ? parts.json(overview, report) : parts.text(overview, report));
 }

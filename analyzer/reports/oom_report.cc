@@ -1,6 +1,9 @@
 // The OOM report from the model's failed-allocation records.
 #include "analyzer/reports/oom_report.h"
 
+#include <limits>
+
+#include "absl/strings/str_cat.h"
 #include "analyzer/model/memory/cuda_errors.h"
 
 namespace cumemtrace::analyzer {
@@ -74,6 +77,57 @@ OomReport BuildOomReport(const Analysis& a, const ReportOptions& options, FrameR
     r.torch_ooms.push_back(std::move(t));
   }
   return r;
+}
+
+std::vector<WhatIfOptions> OomReplayCandidates(const WhatIf& recorded) {
+  std::vector<WhatIfOptions> candidates;
+  const AllocatorConfig config = ParseAllocatorConfig(recorded.recorded_settings);
+  // max_split_size_mb keeps large cached blocks whole for large requests: the setting PyTorch's documentation
+  // offers against fragmentation. A few sizes, as users try them.
+  if (config.max_split_size == std::numeric_limits<uint64_t>::max()) {
+    for (const char* setting : {"max_split_size_mb:128", "max_split_size_mb:512", "max_split_size_mb:2048"}) {
+      WhatIfOptions o;
+      o.settings.push_back(setting);
+      candidates.push_back(o);
+    }
+  }
+  if (recorded.outside_max != 0) {
+    WhatIfOptions o;
+    o.without_outside = true;
+    candidates.push_back(o);
+  }
+  return candidates;
+}
+
+void AddReplayChecks(const std::vector<WhatIf>& replays, OomReport* report) {
+  if (replays.empty()) return;
+  const WhatIf& recorded = replays.front();
+  report->replayed = true;
+  if (!recorded.unsupported.empty()) {
+    report->replay_unchecked = absl::StrCat("the replay does not restate ", recorded.unsupported, " yet");
+    return;
+  }
+  if (!recorded.fidelity.exact) {
+    report->replay_unchecked = absl::StrCat("the replay differs from the recorded run at event ",
+                                            recorded.fidelity.diverged_seq, ": ", recorded.fidelity.divergence);
+    return;
+  }
+  if (recorded.capacity == 0 || !recorded.capacity_model_agrees) {
+    report->replay_unchecked = "the card's memory less what was outside PyTorch does not reproduce the recorded OOM";
+    return;
+  }
+  for (size_t i = 1; i < replays.size(); ++i) {
+    const WhatIf& w = replays[i];
+    if (!w.whatif.ran || !w.cap_bounds_agree) continue;
+    ReplayCheck c;
+    c.without_outside = w.without_outside;
+    c.setting = w.without_outside ? "" : w.settings.substr(w.settings.rfind(',') + 1);
+    c.oom = w.whatif.oom;
+    c.reserved_peak = w.whatif.reserved_peak;
+    report->replay_checks.push_back(std::move(c));
+  }
+  const AllocatorConfig config = ParseAllocatorConfig(recorded.recorded_settings);
+  if (!config.expandable_segments) report->not_replayed_settings = "expandable_segments:True";
 }
 
 }  // namespace cumemtrace::analyzer

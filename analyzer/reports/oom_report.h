@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/model/torch/allocator_whatif.h"
 #include "analyzer/reports/oom_verdict.h"
 #include "analyzer/reports/report_common.h"
 #include "analyzer/reports/torch_report.h"
@@ -67,13 +68,34 @@ struct TorchOomEntry {
   uint64_t python_other_count = 0;
 };
 
+// A setting tried on the allocator replay (model/torch/allocator_whatif.h) for a PyTorch OOM: the only source of
+// advice. Listed only when the replay reproduced the recorded run.
+struct ReplayCheck {
+  std::string setting;           // "max_split_size_mb:512", or "" for "without the memory outside PyTorch"
+  bool without_outside = false;
+  bool oom = true;
+  uint64_t reserved_peak = 0;    // when it runs through
+};
+
 struct OomReport {
   std::vector<OomEntry> ooms;  // in replay order
   uint64_t total = 0;          // failed allocations in the trace (ooms may hold fewer: see AnalyzeOptions)
   TorchLayerSummary torch_layer;
   std::vector<TorchOomEntry> torch_ooms;  // in replay order
   uint64_t torch_total = 0;
+  // The replay's answers for the last PyTorch OOM; when the replay could not reproduce the run, why not (one
+  // sentence) and no checks.
+  bool replayed = false;
+  std::string replay_unchecked;
+  std::vector<ReplayCheck> replay_checks;
+  std::string not_replayed_settings;  // settings users try that the replay does not restate (expandable segments)
 };
+
+// Settings worth trying on `recorded` (the replay's own outcome under the recorded settings comes first), as
+// what-if options; an empty `settings` with without_outside set means "nothing outside PyTorch".
+std::vector<WhatIfOptions> OomReplayCandidates(const WhatIf& recorded);
+// Adds the replays' answers (recorded first, then one per candidate) to the report.
+void AddReplayChecks(const std::vector<WhatIf>& replays, OomReport* report);
 
 OomReport BuildOomReport(const Analysis& analysis, const ReportOptions& options, FrameResolver& resolver);
 

@@ -13,6 +13,7 @@ const char* OomCauseName(OomCause cause) {
     case OomCause::kFragmentation: return "fragmentation";
     case OomCause::kLiveTensors: return "live_tensors";
     case OomCause::kOutsidePytorch: return "outside_pytorch";
+    case OomCause::kMemoryCap: return "memory_cap";
   }
   return "live_tensors";
 }
@@ -39,14 +40,32 @@ OomVerdict JudgeOom(uint64_t request, bool has_free, uint64_t driver_free, uint6
 
   const uint64_t need = Minus(request, v.driver_free_bytes);
   v.shortfall_bytes = Minus(need, v.reserved_unallocated_bytes);
-  const uint64_t outside = v.outside_traced_bytes + v.outside_untraced_bytes;
-  if (v.reserved_unallocated_bytes != 0 && v.shortfall_bytes == 0) {
-    v.cause = OomCause::kFragmentation;
-  } else if (outside > v.allocated_bytes && outside >= v.shortfall_bytes) {
-    v.cause = OomCause::kOutsidePytorch;
-  } else {
-    v.cause = OomCause::kLiveTensors;
+  if (has_free && driver_free >= request) {
+    v.cause = OomCause::kMemoryCap;
+    v.cause_suffices = true;
+    return v;
   }
+  const uint64_t outside = v.outside_traced_bytes + v.outside_untraced_bytes;
+  struct Part {
+    OomCause cause;
+    uint64_t bytes;
+  };
+  // Ties go to the part listed first: what the user's own program holds before what it does not.
+  const Part parts[] = {{OomCause::kLiveTensors, v.allocated_bytes},
+                        {OomCause::kFragmentation, v.reserved_unallocated_bytes},
+                        {OomCause::kOutsidePytorch, outside}};
+  const Part* largest = &parts[0];
+  const Part* largest_sufficient = nullptr;
+  for (const Part& p : parts) {
+    if (p.bytes > largest->bytes) largest = &p;
+    if (p.bytes >= need && (largest_sufficient == nullptr || p.bytes > largest_sufficient->bytes)) {
+      largest_sufficient = &p;
+    }
+  }
+  const Part* named = largest_sufficient != nullptr ? largest_sufficient : largest;
+  v.cause = named->cause;
+  v.cause_suffices = largest_sufficient != nullptr;
+  v.still_short_bytes = Minus(need, named->bytes);
   return v;
 }
 

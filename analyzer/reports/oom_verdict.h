@@ -1,10 +1,15 @@
 // The verdict on an out-of-memory inside PyTorch's caching allocator: which memory would have had to shrink for the
-// request to fit. PyTorch prints "X is allocated by PyTorch, and R is reserved by PyTorch but unallocated"; by then
-// it has released every cached segment it could, so R is cache in pieces (split segments). Three causes, judged
-// from the figures alone:
-//   fragmentation   R + the driver's free memory would hold the request, but no cached block is large enough;
-//   live tensors    even a perfect cache is short, and the tensors live then are the largest holder;
-//   outside PyTorch other owners (cuBLAS, NCCL, other libraries, the CUDA context, other processes) hold more.
+// request to fit, ranked by size. PyTorch prints "X is allocated by PyTorch, and R is reserved by PyTorch but
+// unallocated"; by then it has released every cached segment it could, so R is cache in pieces (holes in split
+// segments). The device is split into three parts:
+//   outside PyTorch other owners (cuBLAS, NCCL, other libraries, the CUDA context, other processes);
+//   live tensors    allocated by PyTorch;
+//   fragmentation   reserved but unallocated: holes, none large enough for the request.
+// The cause named is the largest part whose removal alone would let the request fit in the driver's free memory;
+// when none would, the largest part, with what is still short. First, though: when the driver had the request free,
+// PyTorch refused it itself, which only a per-process cap does (torch.cuda.set_per_process_memory_fraction): that
+// is the cause, whatever the parts. No advice is given here: what a setting would change is the allocator replay's
+// to say (cumem-analyze whatif).
 // The report computes the verdict and its figures; renderers only phrase them.
 #ifndef CUMEMTRACE_ANALYZER_REPORTS_OOM_VERDICT_H_
 #define CUMEMTRACE_ANALYZER_REPORTS_OOM_VERDICT_H_
@@ -16,8 +21,8 @@
 
 namespace cumemtrace::analyzer {
 
-enum class OomCause : uint8_t { kFragmentation, kLiveTensors, kOutsidePytorch };
-// "fragmentation", "live_tensors", "outside_pytorch".
+enum class OomCause : uint8_t { kFragmentation, kLiveTensors, kOutsidePytorch, kMemoryCap };
+// "fragmentation", "live_tensors", "outside_pytorch", "memory_cap".
 const char* OomCauseName(OomCause cause);
 
 struct OomVerdict {
@@ -38,6 +43,9 @@ struct OomVerdict {
   std::vector<OutsideOwner> outside;        // other owners, largest first
   bool expandable_segments = false;         // already on
   uint64_t shortfall_bytes = 0;             // request - free - reserved_unallocated (what the cache could not give)
+  // The cause's part alone is enough: free + its bytes >= the request (else `still_short` bytes more are needed).
+  bool cause_suffices = false;
+  uint64_t still_short_bytes = 0;
 };
 
 // `total` 0 when unknown; `has_free` false when the driver's free memory is unknown.

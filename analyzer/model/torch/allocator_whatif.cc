@@ -369,7 +369,18 @@ ReplayOutcome Replay(const std::vector<Step>& steps, const AllocatorConfig& conf
 
 }  // namespace
 
-absl::StatusOr<WhatIf> ReplayWhatIf(const std::string& path, const WhatIfOptions& options) {
+// What a replay needs of the trace, for the device replayed.
+struct ReplayInput {
+  int32_t device = 0;
+  std::string config;
+  bool expandable = false;
+  std::vector<Step> steps;  // by seq
+  std::vector<DriverFigure> figures;
+};
+
+void ReplayInputDeleter::operator()(ReplayInput* input) const { delete input; }
+
+absl::StatusOr<ReplayInputPtr> ReadReplayInput(const std::string& path) {
   InputPass pass;
   ReadStats stats;
   if (absl::Status s = ReadTrace(path, pass, &stats); !s.ok()) return s;
@@ -388,17 +399,25 @@ absl::StatusOr<WhatIf> ReplayWhatIf(const std::string& path, const WhatIfOptions
         "the trace has no PyTorch allocator events to replay (a PyTorch program traced with "
         "CUMEMTRACE_TORCH_BLOCKS=1, the default, has them)");
   }
-  WhatIf w;
-  w.device = first->device;
-  std::vector<Step> steps;
+  ReplayInputPtr input(new ReplayInput);
+  input->device = first->device;
   for (const Step& s : all) {
-    if (s.device == w.device) steps.push_back(s);
+    if (s.device == input->device) input->steps.push_back(s);
   }
   all.clear();
   all.shrink_to_fit();
-  std::sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.seq < b.seq; });
+  std::sort(input->steps.begin(), input->steps.end(), [](const Step& a, const Step& b) { return a.seq < b.seq; });
+  input->config = pass.config();
+  input->expandable = pass.expandable();
+  input->figures = std::move(pass.figures());
+  return input;
+}
 
-  w.recorded_settings = pass.config();
+WhatIf ReplayWhatIf(const ReplayInput& input, const WhatIfOptions& options) {
+  const std::vector<Step>& steps = input.steps;
+  WhatIf w;
+  w.device = input.device;
+  w.recorded_settings = input.config;
   std::vector<std::string> settings;
   if (!w.recorded_settings.empty()) settings.push_back(w.recorded_settings);
   settings.insert(settings.end(), options.settings.begin(), options.settings.end());
@@ -420,7 +439,7 @@ absl::StatusOr<WhatIf> ReplayWhatIf(const std::string& path, const WhatIfOptions
       w.recorded_reserved_peak = std::max(w.recorded_reserved_peak, reserved);
     }
   }
-  const OutsideMemory outside(steps, std::move(pass.figures()), w.device);
+  const OutsideMemory outside(steps, input.figures, w.device);
   w.recorded_capacity = outside.capacity();
   w.outside_max = outside.max();
   w.capacity = options.capacity.value_or(w.recorded_capacity);
@@ -428,7 +447,7 @@ absl::StatusOr<WhatIf> ReplayWhatIf(const std::string& path, const WhatIfOptions
 
   std::string unsupported = ReplayUnsupported(recorded_config);
   const std::string whatif_unsupported = ReplayUnsupported(whatif_config);
-  if (pass.expandable() && unsupported.empty()) unsupported = "expandable segments";
+  if (input.expandable && unsupported.empty()) unsupported = "expandable segments";
   w.unsupported = !unsupported.empty() ? unsupported : whatif_unsupported;
   if (!unsupported.empty()) return w;  // nothing can be checked against the recorded run
 
@@ -462,6 +481,12 @@ absl::StatusOr<WhatIf> ReplayWhatIf(const std::string& path, const WhatIfOptions
     w.cap_bounds_agree = same(Replay(steps, whatif_config, nullptr, nullptr, &high, w.capacity), w.whatif);
   }
   return w;
+}
+
+absl::StatusOr<WhatIf> ReplayWhatIf(const std::string& path, const WhatIfOptions& options) {
+  absl::StatusOr<ReplayInputPtr> input = ReadReplayInput(path);
+  if (!input.ok()) return input.status();
+  return ReplayWhatIf(**input, options);
 }
 
 }  // namespace cumemtrace::analyzer

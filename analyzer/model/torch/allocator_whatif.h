@@ -15,6 +15,7 @@
 #define CUMEMTRACE_ANALYZER_MODEL_TORCH_ALLOCATOR_WHATIF_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -86,8 +87,19 @@ struct WhatIf {
   bool cap_bounds_agree = true;
 };
 
-// Reads `path` and replays its PyTorch requests. Errors are the reader's, or a trace without PyTorch's allocator
-// events (InvalidArgument, one line).
+// The requests and recorded allocator decisions of one device (that of the first OOM, else of the first request),
+// read once to be replayed under several options. Memory: about 48 bytes per allocator event of that device.
+struct ReplayInput;
+struct ReplayInputDeleter {
+  void operator()(ReplayInput* input) const;
+};
+using ReplayInputPtr = std::unique_ptr<ReplayInput, ReplayInputDeleter>;
+
+// Errors are the reader's, or a trace without PyTorch's allocator events (InvalidArgument, one line).
+absl::StatusOr<ReplayInputPtr> ReadReplayInput(const std::string& path);
+WhatIf ReplayWhatIf(const ReplayInput& input, const WhatIfOptions& options);
+
+// Reads `path` and replays its requests once.
 absl::StatusOr<WhatIf> ReplayWhatIf(const std::string& path, const WhatIfOptions& options);
 
 }  // namespace cumemtrace::analyzer

@@ -99,6 +99,8 @@ void WriteVerdictJson(JsonWriter& w, const OomVerdict& v) {
   w.Member("pending_free_bytes", v.pending_free_bytes);
   w.Member("tensors", v.tensors);
   w.Member("shortfall_bytes", v.shortfall_bytes);
+  w.Member("cause_suffices", v.cause_suffices);
+  w.Member("still_short_bytes", v.still_short_bytes);
   w.Member("outside_traced_bytes", v.outside_traced_bytes);
   w.Key("outside_untraced_bytes");
   if (v.has_outside_untraced) {

@@ -128,6 +128,27 @@ void AppendPeakTable(const PeakReport& r, std::string* out) {
   }
 }
 
+// What the allocator replay says of settings, under the verdict: only what it checked.
+void AppendReplayChecks(const OomReport& r, std::string* out) {
+  if (!r.replayed) return;
+  if (!r.replay_unchecked.empty()) {
+    absl::StrAppend(out, "  no setting is advised: ", r.replay_unchecked, "\n");
+    return;
+  }
+  std::vector<std::string> answers;
+  for (const ReplayCheck& c : r.replay_checks) {
+    const std::string what = c.without_outside ? "without the memory outside PyTorch" : c.setting;
+    answers.push_back(c.oom ? absl::StrCat(what, ": still out of memory")
+                            : absl::StrCat(what, ": runs through, ", HumanBytes(c.reserved_peak),
+                                           " reserved at the peak"));
+  }
+  if (answers.empty()) return;
+  absl::StrAppend(out, "  the allocator replay (it reproduced this run exactly): ", absl::StrJoin(answers, "; "),
+                  r.not_replayed_settings.empty() ? "" : absl::StrCat("; ", r.not_replayed_settings,
+                                                                       " is not replayed yet"),
+                  "\n");
+}
+
 void AppendOom(const OomEntry& o, bool details, std::string* out) {
   absl::StrAppendFormat(out, "seq %d at %s: %s of %s on %s (%s) failed: %s (%d)\n", o.seq, Seconds(o.time_ns),
                         o.api, HumanBytes(o.requested_bytes), DeviceName(o.device), o.kind, o.error, o.error_code);
@@ -327,6 +348,7 @@ std::string OomText(const Overview& o, const OomReport& r) {
     const TorchOomEntry& last = r.torch_ooms.back();
     absl::StrAppend(&out, DeviceName(last.device), ": PyTorch ran out of memory: ",
                     VerdictText(last.verdict, last.tensors), "\n");
+    AppendReplayChecks(r, &out);
     AppendTorchLayerNote(r.torch_layer, &out);
     absl::StrAppend(&out, "\n", Plural(r.torch_total, "OOM in PyTorch's allocator", "OOMs in PyTorch's allocator"),
                     "\n\n");

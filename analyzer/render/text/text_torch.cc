@@ -76,29 +76,48 @@ void AppendTorchPeaks(const std::vector<TorchPeakSection>& sections, bool detail
   }
 }
 
+// What is still short when the cause alone would not make room.
+std::string StillShort(const OomVerdict& v) {
+  return v.cause_suffices ? std::string()
+                          : absl::StrCat("; even without it ", HumanBytes(v.still_short_bytes), " would be missing");
+}
+
 std::string VerdictText(const OomVerdict& v, const std::vector<ResolvedGroup>& tensors) {
   switch (v.cause) {
-    case OomCause::kFragmentation: {
-      std::string out = absl::StrFormat(
-          "fragmentation: %s reserved by PyTorch but unallocated, cached in blocks of at most %s, for a request of %s",
-          HumanBytes(v.reserved_unallocated_bytes), HumanBytes(v.largest_free_block), HumanBytes(v.request_bytes));
-      if (!v.expandable_segments) absl::StrAppend(&out, "; expandable_segments:True would have avoided it");
-      return out;
-    }
+    case OomCause::kMemoryCap:
+      return absl::StrFormat(
+          "a per-process memory cap: the device had %s free for a request of %s, but PyTorch refused it itself "
+          "(torch.cuda.set_per_process_memory_fraction); %s reserved, %s of it in tensors",
+          HumanBytes(v.driver_free_bytes), HumanBytes(v.request_bytes), HumanBytes(v.reserved_bytes),
+          HumanBytes(v.allocated_bytes));
+    case OomCause::kFragmentation:
+      return absl::StrFormat(
+          "fragmentation: %s reserved by PyTorch but unallocated, in holes of at most %s, for a request of %s: "
+          "without the holes it would fit%s",
+          HumanBytes(v.reserved_unallocated_bytes), HumanBytes(v.largest_free_block), HumanBytes(v.request_bytes),
+          StillShort(v));
     case OomCause::kLiveTensors: {
-      std::string out = absl::StrFormat("live tensors: the tensors live at the OOM need %s (%s)",
-                                        HumanBytes(v.allocated_bytes), Plural(v.tensors, "tensor", "tensors"));
+      std::string out = absl::StrFormat("live tensors: %s in %s", HumanBytes(v.allocated_bytes),
+                                        Plural(v.tensors, "tensor", "tensors"));
       if (!tensors.empty()) {
-        absl::StrAppendFormat(&out, ": %s from %s", HumanBytes(tensors.front().bytes), WhereOf(tensors.front()));
+        absl::StrAppendFormat(&out, ", %s of them from %s", HumanBytes(tensors.front().bytes),
+                              WhereOf(tensors.front()));
       }
-      absl::StrAppendFormat(&out, "; %s more than PyTorch's free cache and the device's free memory",
-                            HumanBytes(v.shortfall_bytes));
+      if (v.shortfall_bytes != 0) {
+        absl::StrAppendFormat(&out, ", the largest holder; the request of %s needs %s more than the free cache and "
+                                    "the device's free memory%s",
+                              HumanBytes(v.request_bytes), HumanBytes(v.shortfall_bytes), StillShort(v));
+      } else {
+        absl::StrAppendFormat(&out, ", the largest holder; the free cache and the device's free memory together "
+                                    "would hold the request of %s, but not in one piece",
+                              HumanBytes(v.request_bytes));
+      }
       return out;
     }
     case OomCause::kOutsidePytorch:
-      return absl::StrFormat("memory outside PyTorch: %s (%s), against %s of tensors",
+      return absl::StrFormat("memory outside PyTorch: %s (%s), the largest holder, against %s of tensors%s",
                              HumanBytes(v.outside_traced_bytes + v.outside_untraced_bytes), OutsideText(v),
-                             HumanBytes(v.allocated_bytes));
+                             HumanBytes(v.allocated_bytes), StillShort(v));
   }
   return "";
 }

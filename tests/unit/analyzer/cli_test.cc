@@ -44,7 +44,7 @@ TEST_F(Cli, UsageErrorsExit2WithOneLine) {
   r = Tool({"frobnicate", path()});
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err,
-            "cumem-analyze: unknown subcommand 'frobnicate' (one of: summary, peak, leaks, pinned, oom, events, "
+            "cumem-analyze: unknown subcommand 'frobnicate' (one of: summary, peak, leaks, pinned, oom, whatif, events, "
             "ranks, symbolize, redact, check, diff, folded, html, pprof, perfetto, torch-snapshot) (see "
             "cumem-analyze --help)\n");
 }

@@ -66,7 +66,7 @@ TEST(CommandLine, Errors) {
       {{"run.pb", "--top", "x"}, "--top takes a number from 0 to 1000000, not 'x'"},
       {{"run.pb", "--top=-1"}, "--top takes a number from 0 to 1000000, not '-1'"},
       {{"run.pb", "--frames", "99999"}, "--frames takes a number from 0 to 4096, not '99999'"},
-      {{"bogus", "run.pb"}, "unknown subcommand 'bogus' (one of: summary, peak, leaks, pinned, oom, events, "
+      {{"bogus", "run.pb"}, "unknown subcommand 'bogus' (one of: summary, peak, leaks, pinned, oom, whatif, events, "
                                 "ranks, symbolize, redact, check, diff, folded, html, pprof, perfetto, "
                                 "torch-snapshot)"},
       {{"torch-snapshot", "run.pb"}, "torch-snapshot needs -o OUT"},

@@ -43,7 +43,8 @@ constexpr char kModeling[] = "/venv/lib/python3.12/site-packages/transformers/mo
 // At the OOM: reserved 20 MiB, allocated 10 MiB + 512, unallocated 10 MiB - 512, largest free 10 MiB - 512.
 // need = 16 - 6 = 10 MiB > unallocated: shortfall 512 B. Outside PyTorch: cuBLAS 8 MiB (traced) + untraced
 // (80 GiB - 6 MiB used... minus traced 28 MiB). The untraced part dwarfs the tensors: outside_pytorch.
-// With request 12 MiB instead (second trace) the cache would hold it: fragmentation.
+// With request 12 MiB instead (second trace) the cache in one piece would hold it, but the untraced 80 GiB is still
+// the largest part whose removal makes room: outside_pytorch again (ranked by size; see JudgeOomRanksBySize).
 std::string WriteTorchTrace(const std::string& name, uint64_t oom_request, const std::string& config = "",
                             bool at_first_segment = true) {
   TraceBuilder b;
@@ -152,12 +153,47 @@ TEST(TorchLayer, OomVerdicts) {
   ASSERT_EQ(r.ooms.size(), 1u);
   EXPECT_TRUE(r.ooms[0].has_verdict);
 
-  // 12 MiB: the cache in pieces (10 MiB - 512 in one block) plus 6 MiB free would have held it.
+  // 12 MiB: the cache (10 MiB - 512) plus 6 MiB free would have held it, and so would the tensors' or the outside
+  // memory's removal; the outside memory is the largest of the three.
   auto b = Load(WriteTorchTrace("torch_oom_frag.pb", 12 * kMiB));
   ASSERT_NE(b, nullptr);
   OomReport rb = BuildOomReport(*b, ReportOptions{}, resolver);
   ASSERT_EQ(rb.torch_ooms.size(), 1u);
-  EXPECT_EQ(rb.torch_ooms[0].verdict.cause, OomCause::kFragmentation);
+  EXPECT_EQ(rb.torch_ooms[0].verdict.cause, OomCause::kOutsidePytorch);
+  EXPECT_TRUE(rb.torch_ooms[0].verdict.cause_suffices);
+}
+
+// The verdict names the largest part whose removal alone makes room, else the largest part; a request the driver
+// had free was refused by a cap. Figures as PyTorch's messages give them (MiB).
+TEST(TorchLayer, JudgeOomRanksBySize) {
+  auto judge = [](uint64_t request, uint64_t free, uint64_t total, uint64_t allocated, uint64_t reserved,
+                  uint64_t traced) {
+    TorchAtFailure at;
+    at.figures.allocated_bytes = allocated * kMiB;
+    at.figures.reserved_bytes = reserved * kMiB;
+    at.traced_device_bytes = traced * kMiB;
+    return JudgeOom(request * kMiB, true, free * kMiB, total * kMiB, at, false);
+  };
+  // Validation keeping its outputs: 78 GiB of tensors, 33 MiB of holes, 166 MiB free, a 2 GiB request.
+  OomVerdict v = judge(2048, 166, 81080, 80128, 80161, 80161 + 750);
+  EXPECT_EQ(v.cause, OomCause::kLiveTensors);
+  EXPECT_TRUE(v.cause_suffices);
+  // Another process holds 74 GiB; 2.8 GiB of holes; 1 GiB asked with 200 MiB free: the other process, the
+  // largest part, would make room alone (the holes would too, but they are smaller).
+  v = judge(1024, 200, 81080, 2000, 4867, 4867);
+  EXPECT_EQ(v.cause, OomCause::kOutsidePytorch);
+  // Holes the largest part: fragmentation, and the holes alone would make room.
+  v = judge(1024, 200, 12000, 2000, 9800, 9800 + 1000);
+  EXPECT_EQ(v.cause, OomCause::kFragmentation);
+  EXPECT_TRUE(v.cause_suffices);
+  // No part alone makes room: the largest, with what would still be missing.
+  v = judge(8192, 100, 9000, 3000, 4000, 4000 + 200);
+  EXPECT_EQ(v.cause, OomCause::kOutsidePytorch);  // 4.7 GiB outside: the untraced rest of the card
+  EXPECT_FALSE(v.cause_suffices);
+  EXPECT_EQ(v.still_short_bytes, (8192 - 100 - (9000 - 100 - 4200)) * kMiB);  // used - traced = 4700 outside
+  // 76.7 GiB free and 500 MiB refused: a per-process memory cap.
+  v = judge(500, 78500, 81080, 1000, 2048, 2048 + 500);
+  EXPECT_EQ(v.cause, OomCause::kMemoryCap);
 }
 
 TEST(TorchLayer, CacheIsNotALeak) {
@@ -200,11 +236,12 @@ TEST(TorchLayer, TextLeadsWithPythonAndTheVerdict) {
   const std::string path = WriteTorchTrace("torch_text.pb", 12 * kMiB);
   const ToolResult oom = Tool({"oom", path});
   EXPECT_EQ(oom.code, 0) << oom.err;
-  EXPECT_NE(oom.out.find("device 0: PyTorch ran out of memory: fragmentation: 10.0 MiB reserved by PyTorch but "
-                         "unallocated, cached in blocks of at most 10.0 MiB, for a request of 12.0 MiB; "
-                         "expandable_segments:True would have avoided it\n"),
+  EXPECT_NE(oom.out.find("device 0: PyTorch ran out of memory: memory outside PyTorch: 80.0 GiB (cuBLAS 8.0 MiB, "
+                         "not traced (CUDA context, other processes) 80.0 GiB), the largest holder, against 10.0 MiB "
+                         "of tensors\n"),
             std::string::npos)
       << oom.out;
+  EXPECT_EQ(oom.out.find("expandable_segments:True would"), std::string::npos) << oom.out;
   EXPECT_NE(oom.out.find("  tensors live then, by Python frame:\n"), std::string::npos) << oom.out;
   EXPECT_NE(oom.out.find("        GPT2Attention.forward (transformers/modeling_gpt2.py:212)\n"), std::string::npos)
       << oom.out;
@@ -237,7 +274,7 @@ TEST(TorchLayer, JsonShape) {
   EXPECT_EQ(d["at_allocated_peak"].array().size(), 1u);
   EXPECT_EQ(j["allocator_leaks"]["pytorch_cached_bytes"].integer(), static_cast<int64_t>(10 * kMiB - 512));
   const JsonValue& t = j["torch_ooms"].array()[0];
-  EXPECT_EQ(t["verdict"]["cause"].str(), "fragmentation");
+  EXPECT_EQ(t["verdict"]["cause"].str(), "outside_pytorch");
   EXPECT_EQ(t["verdict"]["reserved_unallocated_bytes"].integer(), static_cast<int64_t>(10 * kMiB - 512));
   EXPECT_EQ(t["tensors_by_python"].array().size(), 2u);
   EXPECT_EQ(j["torch_oom_count"].integer(), 1);
