@@ -16,6 +16,7 @@ int Run(const CommandLine& cl, Console& console) {
   needs.oom_snapshots = false;
   needs.pinned = false;
   needs.max_groups = kAllGroups;  // every group is matched against the other trace's
+  needs.allocation_totals = true;
   needs.grouping = cl.grouping;
   absl::StatusOr<std::unique_ptr<Analysis>> a = AnalyzeTrace(cl.trace, needs, console);
   if (!a.ok()) return console.Error(a.status());
@@ -33,8 +34,9 @@ int Run(const CommandLine& cl, Console& console) {
 
 extern const CommandSpec kDiffCommand = {
     "diff", "A.pb B.pb [--json] [--top N] [--frames N] [--group-by HOW]",
-    "two traces compared: peaks, live at the end, and the groups live at each peak and at the end matched by\n"
-    "function, file and line (never addresses), largest growth or shrink first",
+    "two traces compared: peaks, live at the end, allocations made over the run (churn), and the groups\n"
+    "live at each peak, at the end and allocating, matched by function, file and line (never addresses),\n"
+    "largest growth or shrink first",
     Operands::kTwoTraces, kFlagJson | kFlagTop | kFlagFrames | kFlagGroupBy, OutputFile::kNone, Run};
 
 }  // namespace cumemtrace::analyzer

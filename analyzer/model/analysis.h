@@ -44,6 +44,9 @@ struct AnalyzeOptions {
   size_t oom_snapshot_first = 100;
   size_t max_pinned_log = size_t{1} << 20;  // pinned changes kept for the end; beyond: a second read
   PhaseFilter phase_filter;  // --phase / --window: peaks, OOMs and leaks inside it only (phases.h)
+  // Count every successful allocation and its bytes per (device, kind, stack) over the whole run (diff's churn).
+  // Off by default: one hash lookup per allocation.
+  bool allocation_totals = false;
   GroupingOptions grouping;  // how snapshots, leaks and pinned spikes merge stacks (default: one group per stack)
   std::function<void(uint64_t)> progress;  // called with the events read so far, now and then (may be empty)
 };
@@ -73,6 +76,15 @@ struct LeakGroup {
   // last = bytes): a loop that keeps something every step reads as a steady climb, a one-time allocation as flat.
   std::array<uint64_t, kGrowthPoints> growth{};
   std::string phase;    // the phase current when the largest stack's first allocation found was made ("": none)
+};
+
+// Allocations made over the run from one stack, of one kind on one device (AnalyzeOptions::allocation_totals).
+struct AllocationTotal {
+  int32_t device = 0;
+  format::Kind kind = format::Kind::kUnknown;
+  uint64_t stack = 0;
+  uint64_t count = 0;
+  uint64_t bytes = 0;
 };
 
 struct LeakTotal {
@@ -114,6 +126,7 @@ struct Analysis {
   // address_reserve.
   std::vector<LeakGroup> leaks;
   std::vector<LeakTotal> leak_totals;  // live at the end, by (device, kind)
+  std::vector<AllocationTotal> allocation_totals;  // when asked for, by (device, kind, stack)
   std::vector<OomRecord> ooms;         // in replay order
   uint64_t oom_count = 0;              // all failed allocations, kept or not
   PinnedResult pinned;

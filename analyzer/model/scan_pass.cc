@@ -305,6 +305,15 @@ bool ScanPass::Finish() {
   a_.model = model_.stats();
   a_.owners = owners_.Results();
   a_.driver_memory = driver_.Finish(owners_);
+  for (const auto& [key, total] : allocation_totals_) {
+    AllocationTotal t = total;
+    std::tie(t.device, t.kind, t.stack) = key;
+    a_.allocation_totals.push_back(t);
+  }
+  std::sort(a_.allocation_totals.begin(), a_.allocation_totals.end(), [](const AllocationTotal& x,
+                                                                         const AllocationTotal& y) {
+    return std::tie(x.device, x.kind, x.stack) < std::tie(y.device, y.kind, y.stack);
+  });
 
   for (const DeviceSeries* d : model_.timelines().Devices()) {
     for (int series = 1; series < kNumSeries; ++series) {

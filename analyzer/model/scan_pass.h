@@ -5,7 +5,10 @@
 #define CUMEMTRACE_ANALYZER_MODEL_SCAN_PASS_H_
 
 #include <deque>
+#include <tuple>
 #include <vector>
+
+#include "absl/container/flat_hash_map.h"
 
 #include "analyzer/model/torch/allocator_layer.h"
 #include "analyzer/model/analysis.h"
@@ -45,6 +48,12 @@ class ScanPass : public MetadataVisitor {
     owners_.Apply(event, outcome);
     if (format::IsTorchApi(event.api)) ApplyTorch(event, index);
     if (outcome.effect == Effect::kFailedAlloc && phases_.Inside(index)) KeepOom(event, index);
+    if (options_.allocation_totals &&
+        (outcome.effect == Effect::kAllocated || outcome.effect == Effect::kReplaced) && phases_.Inside(index)) {
+      AllocationTotal& t = allocation_totals_[{event.device, event.info->kind, event.stack}];
+      ++t.count;
+      t.bytes += event.size;
+    }
     if (options_.pinned && !pinned_overflow_) LogPinned(event, outcome);
   }
   void KeepOom(const Event& event, uint64_t index);
@@ -67,6 +76,7 @@ class ScanPass : public MetadataVisitor {
   SnapshotFilter last_snapshot_scope_;
   GroupedSnapshot last_snapshot_;
   std::vector<PinnedChange> pinned_log_;
+  absl::flat_hash_map<std::tuple<int32_t, format::Kind, uint64_t>, AllocationTotal> allocation_totals_;
   bool pinned_overflow_ = false;
 };
 

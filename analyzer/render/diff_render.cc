@@ -48,6 +48,23 @@ void AppendGroups(const char* title, const std::vector<GroupDiff>& groups, uint6
   }
 }
 
+// Churn: allocations made and their bytes summed, per (device, kind).
+void AppendChurnTotals(const DiffReport& r, std::string* out) {
+  absl::StrAppend(out, "\nallocated over the run (allocations; bytes summed)\n");
+  if (r.churn_totals.empty()) {
+    absl::StrAppend(out, "  (none in either trace)\n");
+    return;
+  }
+  std::vector<std::vector<std::string>> rows = {{"", "", "A", "B", "A bytes", "B bytes", "change"}};
+  for (size_t i = 0; i < r.churn_totals.size(); ++i) {
+    const TotalDiff& t = r.churn_totals[i];
+    rows.push_back({DeviceName(t.device), t.kind, absl::StrCat(r.churn_total_a_counts[i]),
+                    absl::StrCat(r.churn_total_b_counts[i]), HumanBytes(t.a_bytes), HumanBytes(t.b_bytes),
+                    ChangeText(t.change())});
+  }
+  absl::StrAppend(out, Table(rows, "llrrrrr", "  "));
+}
+
 void WriteTotals(JsonWriter& w, const char* key, const std::vector<TotalDiff>& totals) {
   w.Key(key);
   w.BeginArray();
@@ -97,6 +114,9 @@ std::string DiffText(const DiffHeading& h, const DiffReport& r) {
   AppendGroups("live at the end by group, largest change first", r.leak_groups, r.leak_group_count, h.frames, &out);
   AppendGroups("live at the peak by group, largest change first", r.peak_groups, r.peak_group_count, h.frames,
                &out);
+  AppendChurnTotals(r, &out);
+  AppendGroups("allocated over the run by group (bytes summed, in allocations), largest change first",
+               r.churn_groups, r.churn_group_count, h.frames, &out);
   return out;
 }
 
@@ -115,6 +135,23 @@ std::string DiffJson(const DiffHeading& h, const DiffReport& r) {
   w.Member("leak_groups_changed", r.leak_group_count);
   WriteGroupDiffs(w, "peak_groups", r.peak_groups);
   w.Member("peak_groups_changed", r.peak_group_count);
+  w.Key("churn_totals");
+  w.BeginArray();
+  for (size_t i = 0; i < r.churn_totals.size(); ++i) {
+    const TotalDiff& t = r.churn_totals[i];
+    w.BeginObject();
+    w.Member("device", t.device);
+    w.Member("kind", t.kind);
+    w.Member("a_count", r.churn_total_a_counts[i]);
+    w.Member("b_count", r.churn_total_b_counts[i]);
+    w.Member("a_bytes", t.a_bytes);
+    w.Member("b_bytes", t.b_bytes);
+    w.Member("change_bytes", t.change());
+    w.EndObject();
+  }
+  w.EndArray();
+  WriteGroupDiffs(w, "churn_groups", r.churn_groups);
+  w.Member("churn_groups_changed", r.churn_group_count);
   w.EndObject();
   out += "\n";
   return out;

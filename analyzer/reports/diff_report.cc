@@ -3,6 +3,7 @@
 #include "analyzer/reports/diff_report.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <map>
 #include <tuple>
@@ -85,6 +86,8 @@ DiffReport BuildDiffReport(const Analysis& a, FrameResolver& a_resolver, const A
   std::map<TotalKey, TotalDiff> leaks;
   std::map<GroupMapKey, GroupDiff> peak_groups;
   std::map<GroupMapKey, GroupDiff> leak_groups;
+  std::map<TotalKey, std::array<uint64_t, 4>> churn;  // a bytes, a count, b bytes, b count
+  std::map<GroupMapKey, GroupDiff> churn_groups;
   for (const Side& side : sides) {
     const Analysis& x = *side.analysis;
     for (const PeakResult& p : x.peaks) {
@@ -107,7 +110,20 @@ DiffReport BuildDiffReport(const Analysis& a, FrameResolver& a_resolver, const A
       AddGroup(leak_groups, side, g.device, static_cast<int>(g.kind), g.key, g.stack, g.stacks, g.bytes, g.count,
                options);
     }
+    for (const AllocationTotal& t : x.allocation_totals) {
+      std::array<uint64_t, 4>& c = churn[{t.device, static_cast<int>(t.kind)}];
+      c[side.is_b ? 2 : 0] += t.bytes;
+      c[side.is_b ? 3 : 1] += t.count;
+      AddGroup(churn_groups, side, t.device, static_cast<int>(t.kind), x.grouper->KeyOf(t.stack), t.stack, 1,
+               t.bytes, t.count, options);
+    }
   }
+  for (const auto& [key, c] : churn) {
+    r.churn_totals.push_back(TotalDiff{key.first, format::KindName(static_cast<format::Kind>(key.second)), c[0], c[2]});
+    r.churn_total_a_counts.push_back(c[1]);
+    r.churn_total_b_counts.push_back(c[3]);
+  }
+  r.churn_groups = Ranked(churn_groups, options.top, &r.churn_group_count);
   for (auto& [key, t] : peaks) r.peaks.push_back(t);
   for (auto& [key, t] : leaks) r.leak_totals.push_back(t);
   r.leak_groups = Ranked(leak_groups, options.top, &r.leak_group_count);

@@ -2,7 +2,9 @@
 // (or a good and a bad rank) and today do it "with a ruler on the desk" (pytorch issue 120339). The diff matches
 // peaks and leaks by (device, kind), and the stack groups live at each device's peak and at the end by their
 // symbolic identity (symbolic_frame.h: function, file, line; never addresses, so it works across machines), and
-// lists each group's growth or shrink, largest change first. A planted leak in B therefore comes first.
+// lists each group's growth or shrink, largest change first. A planted leak in B therefore comes first. Beside the
+// bytes live, it compares churn (as heaptrack's diff does): how many allocations each group made over the run and
+// their bytes, so a run that makes twice the temporaries of another does not read as "no change".
 // It reads only the two models; renderers read only this.
 #ifndef CUMEMTRACE_ANALYZER_REPORTS_DIFF_REPORT_H_
 #define CUMEMTRACE_ANALYZER_REPORTS_DIFF_REPORT_H_
@@ -43,10 +45,16 @@ struct DiffReport {
   std::vector<GroupDiff> peak_groups;  // live at each device total's (and host memory's) peak
   uint64_t leak_group_count = 0;       // changed groups before the cap
   uint64_t peak_group_count = 0;
+  // Allocations made over the run: per (device, kind) and per group (a/b_count: allocations, a/b_bytes: their
+  // bytes summed), largest change in bytes first.
+  std::vector<TotalDiff> churn_totals;
+  std::vector<uint64_t> churn_total_a_counts, churn_total_b_counts;  // beside churn_totals
+  std::vector<GroupDiff> churn_groups;
+  uint64_t churn_group_count = 0;
 };
 
-// `a` and `b` analyzed with peak snapshots, no cap worth speaking of on groups (AnalyzeOptions::max_groups), and
-// the same grouping; each has its own resolver.
+// `a` and `b` analyzed with peak snapshots and allocation totals, no cap worth speaking of on groups
+// (AnalyzeOptions::max_groups), and the same grouping; each has its own resolver.
 DiffReport BuildDiffReport(const Analysis& a, FrameResolver& a_resolver, const Analysis& b,
                            FrameResolver& b_resolver, const ReportOptions& options);
 
