@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "preload/config.h"
@@ -15,9 +16,64 @@ namespace {
 constexpr int kCreateFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
 constexpr mode_t kMode = 0600;
 
-// CUMEMTRACE_OVERWRITE=1: a new file beside `path`, renamed over it at once (rename replaces a link, never its
-// target). Returns the descriptor, or -1 with errno set.
-int CreateReplacing(const char* path) {
+// CUMEMTRACE_OVERWRITE=1 replaces only a regular file. Anything else at the name (a device: as root,
+// CUMEMTRACE_OUTPUT=/dev/full once replaced the system's /dev/full; a FIFO, a socket, a directory) is left alone, and
+// so is a symbolic link, whatever it points to: following it would write where the link's owner chose, and replacing
+// it would remove a name someone made on purpose (/dev/stdout is a link to /proc/self/fd/1, which is a regular file
+// whenever stdout is redirected to one). Returns what stands at the name when it may not be replaced, else nullptr.
+const char* NotReplaceable(const struct stat& st) {
+  if (S_ISREG(st.st_mode)) return nullptr;
+  if (S_ISLNK(st.st_mode)) return "a symbolic link";
+  if (S_ISCHR(st.st_mode)) return "a character device";
+  if (S_ISBLK(st.st_mode)) return "a block device";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  if (S_ISDIR(st.st_mode)) return "a directory";
+  return "not a regular file";
+}
+
+// Puts the new file `temporary` at `path`, replacing a regular file there. The check and the replacement see the
+// same object: the two names are exchanged atomically (RENAME_EXCHANGE) and what came out is checked; if it is not
+// a regular file (something else was put at the name after the first look), it is exchanged back at once. Where
+// the file system cannot exchange, the look just before a plain rename is the check. Returns 0; or -1 with errno
+// set, or with `*refused` naming what stands at `path`.
+int PutInPlace(const char* temporary, const char* path, const char** refused) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+      if (errno != ENOENT) return -1;
+      // Nothing there: take the name unless something appeared there meanwhile (then look again).
+      if (renameat2(AT_FDCWD, temporary, AT_FDCWD, path, RENAME_NOREPLACE) == 0) return 0;
+      if (errno == EEXIST) continue;
+      if (errno != EINVAL && errno != ENOSYS) return -1;
+      return rename(temporary, path);
+    }
+    if ((*refused = NotReplaceable(st)) != nullptr) return -1;
+    if (renameat2(AT_FDCWD, temporary, AT_FDCWD, path, RENAME_EXCHANGE) != 0) {
+      if (errno == ENOENT) continue;  // gone meanwhile: take the name
+      if (errno != EINVAL && errno != ENOSYS) return -1;
+      return rename(temporary, path);  // no exchange on this file system: the look above is the check
+    }
+    struct stat old;
+    if (lstat(temporary, &old) == 0 && (*refused = NotReplaceable(old)) != nullptr) {
+      if (renameat2(AT_FDCWD, temporary, AT_FDCWD, path, RENAME_EXCHANGE) != 0) {
+        // Cannot happen short of the folder vanishing; the name keeps the new file, the old object the other name.
+        Warn("%s was moved to %s and could not be moved back", path, temporary);
+        *refused = nullptr;
+        return 0;
+      }
+      return -1;  // the caller removes the new file, back under the temporary name
+    }
+    unlink(temporary);  // the old file, now under the temporary name
+    return 0;
+  }
+  errno = EBUSY;  // the name kept changing under us
+  return -1;
+}
+
+// CUMEMTRACE_OVERWRITE=1: a new file beside `path`, put in place at once (PutInPlace). Returns the descriptor, or -1
+// with errno set or with `*refused` naming what stands at `path`.
+int CreateReplacing(const char* path, const char** refused) {
   char temporary[kMaxPathBytes + 48];
   char pid[24];
   FormatDecimal(getpid(), pid, sizeof(pid));
@@ -26,9 +82,12 @@ int CreateReplacing(const char* path) {
     errno = ENAMETOOLONG;
     return -1;
   }
+  // A first look, before anything is created beside it.
+  struct stat st;
+  if (lstat(path, &st) == 0 && (*refused = NotReplaceable(st)) != nullptr) return -1;
   int fd = open(temporary, kCreateFlags, kMode);
   if (fd < 0) return -1;
-  if (rename(temporary, path) != 0) {
+  if (PutInPlace(temporary, path, refused) != 0) {
     int saved = errno;
     unlink(temporary);
     close(fd);
@@ -42,11 +101,14 @@ int CreateReplacing(const char* path) {
 
 bool Sink::Open(const char* path, bool overwrite) {
   int saved_errno = errno;
-  fd_ = overwrite ? CreateReplacing(path) : open(path, kCreateFlags, kMode);
+  const char* refused = nullptr;
+  fd_ = overwrite ? CreateReplacing(path, &refused) : open(path, kCreateFlags, kMode);
   failed_ = false;
   failed_errno_ = 0;
   if (fd_ < 0) {
-    if (errno == EEXIST) {
+    if (refused != nullptr) {
+      Warn("%s is %s; CUMEMTRACE_OVERWRITE replaces only a regular file; not tracing this process", path, refused);
+    } else if (errno == EEXIST) {
       Warn("%s exists; not tracing this process (set CUMEMTRACE_OVERWRITE=1, or put %%p in CUMEMTRACE_OUTPUT)",
            path);
     } else {

@@ -1,11 +1,12 @@
 // The trace file. Traces hold command lines, host names and paths, so the file is private (mode 0600) and created
 // exclusively, never through a symbolic link (O_CREAT|O_EXCL|O_NOFOLLOW): an existing file is never replaced unless
-// asked, and then (CUMEMTRACE_OVERWRITE=1) a new file is created beside it and renamed over the old name, which
-// replaces a planted link itself, never what it points to. Written with plain write(2) calls under the writer's lock
-// (recorder.cc's g_io_lock, mostly by the flush thread; not the lock the recording threads take). A write error
-// (disk full, file size limit, I/O error) turns the sink off after one warning, but first cuts the file back to its
-// last whole packet and tries to leave one last packet saying what happened (WriteLast), so the analyzer can tell
-// "the disk was full" from "the process was killed". The traced program keeps running exactly as it would untraced.
+// asked, and then (CUMEMTRACE_OVERWRITE=1) only a regular file is: a new file is created beside it and put in its
+// place; a device, FIFO, socket, directory or symbolic link at the name is left alone (one warning, no trace).
+// Written with plain write(2) calls under the writer's lock (recorder.cc's g_io_lock, mostly by the flush thread;
+// not the lock the recording threads take). A write error (disk full, file size limit, I/O error) turns the sink off
+// after one warning, but first cuts the file back to its last whole packet and tries to leave one last packet saying
+// what happened (WriteLast), so the analyzer can tell "the disk was full" from "the process was killed". The traced
+// program keeps running exactly as it would untraced.
 #ifndef CUMEMTRACE_PRELOAD_SINK_H_
 #define CUMEMTRACE_PRELOAD_SINK_H_
 
