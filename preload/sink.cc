@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -122,41 +123,95 @@ bool Sink::Open(const char* path, bool overwrite) {
   return true;
 }
 
+namespace {
+
+// Room kept below a file size limit for the last packet, the notice that says why the trace ends there (its message
+// is at most 200 bytes).
+constexpr uint64_t kLastPacketRoom = 256;
+
+// The end of the last whole packet of `data` (packets framed as Trace.packet: tag 0x0a, varint length) that ends at
+// or before `limit`.
+size_t WholePacketsWithin(const uint8_t* data, size_t size, uint64_t limit) {
+  size_t end = 0;
+  while (end < size && data[end] == 0x0a) {
+    size_t p = end + 1;
+    uint64_t length = 0;
+    for (int shift = 0; p < size && shift < 64; shift += 7) {
+      const uint8_t byte = data[p++];
+      length |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) break;
+    }
+    if (length > size - p || p + length > limit) break;
+    end = p + static_cast<size_t>(length);
+  }
+  return end;
+}
+
+// Bytes the file size limit (RLIMIT_FSIZE, `ulimit -f`) still lets a file of `size` bytes grow by; UINT64_MAX
+// without a limit.
+uint64_t FileSizeRoom(uint64_t size) {
+  rlimit limit;
+  if (getrlimit(RLIMIT_FSIZE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+  return limit.rlim_cur > size ? limit.rlim_cur - size : 0;
+}
+
+}  // namespace
+
+uint64_t Sink::Room() const {
+  const uint64_t room = FileSizeRoom(bytes_written_);
+  if (room == UINT64_MAX) return room;
+  return room > kLastPacketRoom ? room - kLastPacketRoom : 0;
+}
+
 bool Sink::Write(const uint8_t* data, size_t size) {
   if (fd_ < 0 || failed_) return false;
   int saved_errno = errno;
   const uint64_t start = bytes_written_;
-  while (size > 0) {
-    ssize_t n = write(fd_, data, size);
+  // Never past a file size limit: a write that starts there fails with EFBIG and sends the writing thread SIGXFSZ,
+  // which ends the program unless it ignores the signal. Only the whole packets that fit go, leaving room for the
+  // last notice, and the write then fails as the kernel would have failed it.
+  const uint64_t room = Room();
+  const size_t allowed = size <= room ? size : WholePacketsWithin(data, size, room);
+  size_t done = 0;
+  int error = allowed < size ? EFBIG : 0;
+  while (done < allowed) {
+    ssize_t n = write(fd_, data + done, allowed - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      failed_errno_ = n < 0 ? errno : ENOSPC;
-      Warn("writing %s failed: %s; tracing stops, the program goes on", path_, strerror(failed_errno_));
-      failed_ = true;
-      // Whole packets only: the part of this call that reached the file goes, which also frees room for WriteLast.
-      if (ftruncate(fd_, static_cast<off_t>(start)) == 0 && lseek(fd_, static_cast<off_t>(start), SEEK_SET) >= 0) {
-        bytes_written_ = start;
-      } else {
-        close(fd_);
-        fd_ = -1;
-      }
-      errno = saved_errno;
-      return false;
+      error = n < 0 ? errno : ENOSPC;
+      break;
     }
-    data += n;
-    size -= static_cast<size_t>(n);
+    done += static_cast<size_t>(n);
     bytes_written_ += static_cast<uint64_t>(n);
   }
+  if (error == 0) {
+    errno = saved_errno;
+    return true;
+  }
+  failed_errno_ = error;
+  Warn("writing %s failed: %s; tracing stops, the program goes on", path_, strerror(failed_errno_));
+  failed_ = true;
+  // Whole packets only: what reached the file past the last whole packet goes, which also frees room for WriteLast.
+  const size_t kept = WholePacketsWithin(data, done, done);
+  if (kept < done) {
+    if (ftruncate(fd_, static_cast<off_t>(start + kept)) == 0 &&
+        lseek(fd_, static_cast<off_t>(start + kept), SEEK_SET) >= 0) {
+      bytes_written_ = start + kept;
+    } else {
+      close(fd_);
+      fd_ = -1;
+    }
+  }
   errno = saved_errno;
-  return true;
+  return false;
 }
 
 bool Sink::WriteLast(const uint8_t* data, size_t size) {
   if (fd_ < 0) return false;
   int saved_errno = errno;
   const uint64_t start = bytes_written_;
-  bool ok = true;
-  while (size > 0) {
+  bool ok = size <= FileSizeRoom(start);  // past the limit the write would send SIGXFSZ
+  while (ok && size > 0) {
     ssize_t n = write(fd_, data, size);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {

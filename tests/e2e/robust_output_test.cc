@@ -1,7 +1,9 @@
 // Traces that survive what long jobs meet (issue 26):
 // - CUMEMTRACE_OVERWRITE=1 replaces only a regular file (or nothing): a device, a FIFO, a directory or a symbolic
 //   link at the trace's name is left exactly as it was, with one warning, and the program runs as it would
-//   untraced (the errno program checks its errno and results itself and ends with exit code 3 on purpose).
+//   untraced (the errno program checks its errno and results itself and ends with exit code 3 on purpose);
+// - a file size limit smaller than what the first batch needs keeps the largest prefix of whole packets that fits,
+//   never sends the program SIGXFSZ, and the analyzer reads what was kept as a trace that ends early.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -159,6 +161,73 @@ TEST(E2eOverwrite, ReplacesARegularFile) {
   fs::remove_all(dir);
   if (!testing::Test::HasFailure()) RemoveRunDir(run);
 }
+
+constexpr uint64_t kFileSizeLimit = 16 * 1024;  // bash's `ulimit -f 16` (KiB)
+
+// e2e_storm with one thread: N x (cuMemAlloc 512 B, cuMemFree), the same address every time, under a 16 KiB file
+// size limit, with the program's own signal dispositions (SIGXFSZ not ignored). Without a periodic flush the events
+// reach the file when 8192 are buffered (the flush thread writes them) and at exit (the main thread does).
+RunResult RunUnderFileSizeLimit(int pairs) {
+  return RunProgram({.program = "storm",
+                     .env = {{"FAKE_CUDA_LEDGER", ""},  // the ledger would meet the limit too
+                             {"CUMEMTRACE_FLUSH_MS", "600000"},
+                             {"CUMEMTRACE_STACK_DEPTH", "4"}},
+                     .program_path = "/bin/bash",
+                     .args = {"-c", "ulimit -f 16 && exec \"$0\" threads 1 " + std::to_string(pairs),
+                              ProgramPath("storm")}});
+}
+
+// What the trace must hold a prefix of: the same program, untraced by any limit, with the fake driver's ledger.
+std::vector<std::string> ReferenceKeys(int pairs) {
+  const RunResult run = RunProgram({.program = "storm", .args = {"threads", "1", std::to_string(pairs)}});
+  EXPECT_EQ(run.exit_code, 0) << run.Describe();
+  std::vector<LedgerEntry> ledger;
+  EXPECT_TRUE(ReadLedger(run.ledger_path, &ledger).ok());
+  EXPECT_EQ(ledger.size(), 2u * pairs);
+  RemoveRunDir(run);
+  return LedgerKeys(ledger, false);
+}
+
+void ExpectLargestPrefixKept(int pairs) {
+  const std::vector<std::string> reference = ReferenceKeys(pairs);
+  const RunResult run = RunUnderFileSizeLimit(pairs);
+  EXPECT_EQ(run.term_signal, 0) << "the preload's write sent the program SIGXFSZ\n" << run.Describe();
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  const std::string path = run.dir + "/trace." + std::to_string(run.pid) + ".pb";
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0) << run.Describe();
+  EXPECT_LE(static_cast<uint64_t>(st.st_size), kFileSizeLimit);
+  // Whole packets up to 256 bytes below the limit, then the notice: only a few bytes short of the room.
+  EXPECT_GT(static_cast<uint64_t>(st.st_size), kFileSizeLimit - 512);
+  const CollectedTrace trace = CollectTrace(path);
+  ASSERT_TRUE(trace.status.ok()) << trace.status;
+  EXPECT_TRUE(trace.has_header);
+  EXPECT_EQ(trace.header.pid, run.pid);
+  EXPECT_FALSE(trace.has_trailer);
+  EXPECT_FALSE(trace.stats.truncated) << "whole packets only";
+  EXPECT_EQ(trace.stats.damaged_packets, 0u);
+  bool noted = false;
+  for (const analyzer::NoticeInfo& n : trace.notices) {
+    noted = noted || (n.code == format::NoticeCode::kWriteFailed && n.message.find("File too large") != std::string::npos);
+  }
+  EXPECT_TRUE(noted) << "no write_failed notice";
+  // The events kept are exactly the first ones the program made, as many as fit (16 KiB holds a few thousand).
+  const std::vector<std::string> kept = EventKeys(trace, false);
+  EXPECT_GT(kept.size(), 1000u);
+  ASSERT_LT(kept.size(), reference.size());
+  EXPECT_EQ(kept, std::vector<std::string>(reference.begin(), reference.begin() + kept.size()));
+  const std::vector<std::string> lines = PreloadLines(run);
+  ASSERT_GE(lines.size(), 1u) << run.Describe();
+  EXPECT_NE(lines[0].find("File too large"), std::string::npos) << lines[0];
+  if (!testing::Test::HasFailure()) RemoveRunDir(run);
+}
+
+// 12 000 events: the flush thread writes the first 8192 and finds they do not fit.
+TEST(E2eFileSizeLimit, KeepsTheWholePacketsThatFitWhenTheFlushThreadWrites) { ExpectLargestPrefixKept(6000); }
+
+// 6 000 events, all written at exit by the program's main thread: the write past the limit used to end the program
+// with SIGXFSZ (exit status 153 under bash), and the file had no event.
+TEST(E2eFileSizeLimit, KeepsTheWholePacketsThatFitWhenTheProgramsThreadWrites) { ExpectLargestPrefixKept(3000); }
 
 }  // namespace
 }  // namespace cumemtrace::e2e
