@@ -35,6 +35,8 @@ void NoteWriteFailureIoLocked(ByteBuffer* scratch) {
 
 namespace {
 
+constexpr uint64_t kHeaderCopyEvery = uint64_t{1} << 20;
+
 // Under a file size limit the unit may not fit: the sink writes only the whole packets that do. So that the events
 // batch is not lost whole when only part of it fits (a limit smaller than the first batch), it is encoded again
 // with as many of its events, in the order they were appended, as fit. Returns how many events `out` now holds;
@@ -97,6 +99,15 @@ void WriteSealedIoLocked() {
       } else {
         out->ClearError();
         g_health.dropped.fetch_add(unit->event_count, std::memory_order_relaxed);
+      }
+    }
+    // What a reader needs of the header, again: at the end of the first unit after the header's, then about every
+    // MiB (a damaged header then costs the trace nothing but the header's own fields).
+    if (out->size() > 0 && g_output.sink.bytes_written() >= g_output.next_header_copy_at) {
+      if (WriteHeaderCopy(out, g_output.header_copy)) {
+        g_output.next_header_copy_at = g_output.sink.bytes_written() + out->size() + kHeaderCopyEvery;
+      } else {
+        out->ClearError();
       }
     }
     if (out->size() > 0 && !g_output.sink.Write(out->data(), out->size())) {

@@ -3,12 +3,15 @@
 //   link at the trace's name is left exactly as it was, with one warning, and the program runs as it would
 //   untraced (the errno program checks its errno and results itself and ends with exit code 3 on purpose);
 // - a file size limit smaller than what the first batch needs keeps the largest prefix of whole packets that fits,
-//   never sends the program SIGXFSZ, and the analyzer reads what was kept as a trace that ends early.
+//   never sends the program SIGXFSZ, and the analyzer reads what was kept as a trace that ends early;
+// - a damaged header does not lose the trace: the preload repeats what a reader needs, and the reader uses the
+//   copy and warns.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -228,6 +231,171 @@ TEST(E2eFileSizeLimit, KeepsTheWholePacketsThatFitWhenTheFlushThreadWrites) { Ex
 // 6 000 events, all written at exit by the program's main thread: the write past the limit used to end the program
 // with SIGXFSZ (exit status 153 under bash), and the file had no event.
 TEST(E2eFileSizeLimit, KeepsTheWholePacketsThatFitWhenTheProgramsThreadWrites) { ExpectLargestPrefixKept(3000); }
+
+// A packet of the file: where it starts, how many bytes it takes with its framing, and which Packet field it holds.
+struct FramedPacket {
+  size_t start = 0;
+  size_t bytes = 0;
+  uint32_t field = 0;
+};
+
+uint64_t Varint(const std::string& b, size_t* pos) {
+  uint64_t value = 0;
+  for (int shift = 0; *pos < b.size() && shift < 64; shift += 7) {
+    const uint8_t byte = static_cast<uint8_t>(b[(*pos)++]);
+    value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) break;
+  }
+  return value;
+}
+
+std::vector<FramedPacket> Packets(const std::string& b) {
+  std::vector<FramedPacket> packets;
+  size_t pos = 0;
+  while (pos < b.size() && static_cast<uint8_t>(b[pos]) == 0x0a) {
+    FramedPacket p;
+    p.start = pos++;
+    const uint64_t length = Varint(b, &pos);
+    size_t body = pos;
+    p.field = static_cast<uint32_t>(Varint(b, &body) >> 3);
+    pos += length;
+    p.bytes = pos - p.start;
+    packets.push_back(p);
+  }
+  EXPECT_EQ(pos, b.size()) << "the file is not whole packets";
+  return packets;
+}
+
+std::string WriteDamaged(const RunResult& run, const std::string& name, const std::string& bytes) {
+  const std::string path = run.dir + "/" + name;
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return path;
+}
+
+// A trace of 800 000 events (several MiB) holds copies of what a reader needs of its header: one in the first unit
+// after the header's, about one per MiB, one before the trailer; each is small.
+TEST(E2eHeaderCopies, TheHeaderIsRepeatedCheaply) {
+  const RunResult run = RunProgram({.program = "storm",
+                                    .env = {{"FAKE_CUDA_LEDGER", ""}},
+                                    .args = {"threads", "1", "400000"}});
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  const std::string bytes = Slurp(run.trace_path);
+  const std::vector<FramedPacket> packets = Packets(bytes);
+  ASSERT_GE(packets.size(), 3u);
+  EXPECT_EQ(packets[0].field, format::field::packet::kHeader);
+  EXPECT_EQ(packets.back().field, format::field::packet::kTrailer);
+  EXPECT_EQ(packets[packets.size() - 2].field, format::field::packet::kHeaderCopy) << "no copy before the trailer";
+  size_t copies = 0, copy_bytes = 0, largest_gap = 0, previous = 0;
+  for (const FramedPacket& p : packets) {
+    if (p.field != format::field::packet::kHeaderCopy) continue;
+    ++copies;
+    copy_bytes += p.bytes;
+    EXPECT_LE(p.bytes, 127u);
+    largest_gap = std::max(largest_gap, p.start - previous);
+    previous = p.start;
+  }
+  const double mib = static_cast<double>(bytes.size()) / (1 << 20);
+  ASSERT_GT(mib, 2.0);
+  // One per MiB (from the end of a unit on), the first unit's, the trailer's.
+  EXPECT_GE(copies, static_cast<size_t>(mib));
+  EXPECT_LE(copies, static_cast<size_t>(mib) + 3);
+  EXPECT_LE(largest_gap, (size_t{1} << 20) + (size_t{512} << 10)) << "a unit is far less than 512 KiB here";
+  EXPECT_LT(static_cast<double>(copy_bytes) / static_cast<double>(bytes.size()), 1e-4);
+  RecordProperty("trace_bytes", std::to_string(bytes.size()));
+  RecordProperty("header_copies", std::to_string(copies));
+  RecordProperty("header_copy_bytes", std::to_string(copy_bytes));
+  if (!testing::Test::HasFailure()) RemoveRunDir(run);
+}
+
+// Damage to the header (a flipped magic byte, a wrong length, a zeroed start) used to lose the whole trace; now
+// the first copy stands in for it: every event, thread and symbol is read, the header's pid and start time are
+// the copy's, the command line is unknown, and the damage is counted and said.
+TEST(E2eHeaderCopies, ADamagedHeaderCostsOnlyItsOwnFields) {
+  const RunResult run = RunProgram({.program = "direct"});
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  const CollectedTrace intact = CollectTrace(run.trace_path);
+  ASSERT_TRUE(intact.status.ok()) << intact.status;
+  ASSERT_FALSE(intact.stats.header_recovered);
+  ASSERT_FALSE(intact.header.argv.empty());
+  std::vector<LedgerEntry> ledger;
+  ASSERT_TRUE(ReadLedger(run.ledger_path, &ledger).ok());
+  ASSERT_EQ(MultisetDifference(LedgerKeys(ledger, true), EventKeys(intact, true)), "");
+  const std::string bytes = Slurp(run.trace_path);
+  const std::vector<FramedPacket> packets = Packets(bytes);
+  ASSERT_GE(packets.size(), 2u);
+  const size_t header_bytes = packets[1].start;
+  size_t first_copy = 0;
+  for (const FramedPacket& p : packets) {
+    if (p.field == format::field::packet::kHeaderCopy && first_copy == 0) first_copy = p.start;
+  }
+  ASSERT_GT(first_copy, header_bytes);
+
+  struct Damage {
+    const char* name;
+    std::string bytes;
+  };
+  std::vector<Damage> damages;
+  {
+    std::string b = bytes;
+    const size_t magic = b.find(std::string(reinterpret_cast<const char*>(&format::kMagic), 8));
+    ASSERT_LT(magic, header_bytes);
+    b[magic + 3] ^= 0x20;
+    damages.push_back({"magic", b});
+  }
+  {
+    std::string b = bytes;
+    b[1] = static_cast<char>(0xff);  // the header's length: now longer than the file
+    b[2] = static_cast<char>(0xff);
+    damages.push_back({"length", b});
+  }
+  {
+    std::string b = bytes;
+    for (size_t i = 0; i < 48; ++i) b[i] = 0;
+    damages.push_back({"zeroed", b});
+  }
+  {
+    std::string b = bytes;
+    b[0] = 0x0b;  // not a packet tag
+    damages.push_back({"tag", b});
+  }
+  for (const Damage& d : damages) {
+    SCOPED_TRACE(d.name);
+    const CollectedTrace trace = CollectTrace(WriteDamaged(run, std::string("damaged-") + d.name + ".pb", d.bytes));
+    ASSERT_TRUE(trace.status.ok()) << trace.status;
+    EXPECT_TRUE(trace.stats.header_recovered);
+    EXPECT_EQ(trace.stats.header_copy_at, first_copy);
+    EXPECT_EQ(trace.header.pid, run.pid);
+    EXPECT_EQ(trace.header.ppid, intact.header.ppid);
+    EXPECT_EQ(trace.header.start_time_ns, intact.header.start_time_ns);
+    EXPECT_EQ(trace.header.start_unix_time_ns, intact.header.start_unix_time_ns);
+    EXPECT_EQ(trace.header.stack_depth, intact.header.stack_depth);
+    EXPECT_EQ(trace.header.format_version, format::kFormatVersion);
+    EXPECT_TRUE(trace.header.argv.empty());
+    EXPECT_TRUE(trace.header.hostname.empty());
+    EXPECT_EQ(trace.stats.damaged_packets, 1u);
+    EXPECT_EQ(trace.stats.first_damage_at, 0u);
+    EXPECT_NE(trace.stats.first_damage.find("header is damaged"), std::string::npos) << trace.stats.first_damage;
+    EXPECT_NE(trace.stats.first_damage.find("command line"), std::string::npos) << trace.stats.first_damage;
+    EXPECT_GE(trace.stats.skipped_bytes, header_bytes - 3);
+    EXPECT_LE(trace.stats.skipped_bytes, header_bytes);
+    EXPECT_EQ(trace.events.size(), intact.events.size());
+    EXPECT_EQ(MultisetDifference(LedgerKeys(ledger, true), EventKeys(trace, true)), "");
+    EXPECT_EQ(trace.stack_nodes.size(), intact.stack_nodes.size());
+    EXPECT_EQ(trace.strings.size(), intact.strings.size());
+    EXPECT_EQ(trace.devices.size(), intact.devices.size());
+    EXPECT_TRUE(trace.has_trailer);
+    EXPECT_FALSE(trace.stats.truncated);
+  }
+  // Damaged copies too: nothing stands in for the header, and the file is not read as a trace (as before copies).
+  std::string b = damages[0].bytes;
+  for (const FramedPacket& p : packets) {
+    if (p.field == format::field::packet::kHeaderCopy) b[p.start + 8] ^= 0x20;  // a byte of its magic
+  }
+  const CollectedTrace none = CollectTrace(WriteDamaged(run, "damaged-all.pb", b));
+  EXPECT_FALSE(none.status.ok());
+  EXPECT_NE(none.status.message().find("not a cumemtrace trace"), std::string::npos) << none.status;
+  if (!testing::Test::HasFailure()) RemoveRunDir(run);
+}
 
 }  // namespace
 }  // namespace cumemtrace::e2e
