@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include "analyzer/commands/run_cli.h"
 #include "e2e_support.h"
 #include "proto/format.h"
 
@@ -394,6 +395,41 @@ TEST(E2eHeaderCopies, ADamagedHeaderCostsOnlyItsOwnFields) {
   const CollectedTrace none = CollectTrace(WriteDamaged(run, "damaged-all.pb", b));
   EXPECT_FALSE(none.status.ok());
   EXPECT_NE(none.status.message().find("not a cumemtrace trace"), std::string::npos) << none.status;
+  if (!testing::Test::HasFailure()) RemoveRunDir(run);
+}
+
+// A header damaged so that it no longer parses still frames as a packet: `redact` must not copy it byte for byte
+// (it holds the host name and the command line, here the program's absolute path). It leaves it out; the copy of
+// the header stands in for it in the redacted trace too.
+TEST(E2eHeaderCopies, RedactLeavesOutAHeaderItCannotParse) {
+  const std::string host = ProgramPath("direct");
+  const RunResult run = RunProgram({.program = "direct"});
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  std::string bytes = Slurp(run.trace_path);
+  const std::vector<FramedPacket> packets = Packets(bytes);
+  ASSERT_GE(packets.size(), 2u);
+  ASSERT_NE(bytes.substr(0, packets[1].start).find(host), std::string::npos) << "the header names the program";
+  // The header's Packet body is field 1 with a two-byte length (the command line makes it longer than 127 bytes):
+  // a length past the packet's end makes it unparseable while the framing stays whole.
+  ASSERT_TRUE((static_cast<uint8_t>(bytes[1]) & 0x80) != 0 && static_cast<uint8_t>(bytes[2]) < 0x80);
+  ASSERT_EQ(static_cast<uint8_t>(bytes[3]), 0x0a);
+  ASSERT_TRUE((static_cast<uint8_t>(bytes[4]) & 0x80) != 0 && static_cast<uint8_t>(bytes[5]) < 0x80);
+  bytes[5] = 0x7f;
+  const std::string damaged = WriteDamaged(run, "damaged.pb", bytes);
+  ASSERT_TRUE(CollectTrace(damaged).stats.header_recovered);
+  const std::string redacted = run.dir + "/redacted.pb";
+  FILE* out = tmpfile();
+  FILE* err = tmpfile();
+  EXPECT_EQ(analyzer::RunCli({"redact", damaged, "-o", redacted}, out, err), 0);
+  fclose(out);
+  fclose(err);
+  const std::string copy = Slurp(redacted);
+  EXPECT_EQ(copy.find(host), std::string::npos) << "the redacted copy holds the program's path";
+  const CollectedTrace trace = CollectTrace(redacted);
+  ASSERT_TRUE(trace.status.ok()) << trace.status;
+  EXPECT_TRUE(trace.stats.header_recovered);
+  EXPECT_EQ(trace.stats.skipped_bytes, 0u);
+  EXPECT_EQ(trace.events.size(), CollectTrace(run.trace_path).events.size());
   if (!testing::Test::HasFailure()) RemoveRunDir(run);
 }
 
