@@ -27,6 +27,7 @@
 #include "preload/sink.h"
 #include "preload/stack_table.h"
 #include "preload/string_table.h"
+#include "preload/trace_writer.h"
 
 namespace cumemtrace::preload {
 
@@ -70,6 +71,11 @@ struct TraceOutput {
   OutputQueue queue;
   Sink sink;          // under g_locks.io
   StackTable stacks;  // under g_locks.io: the writer interns the stacks the recording threads kept
+  // What a reader needs of the header, repeated so that a damaged header does not lose the trace (trace.proto's
+  // Packet.header_copy), and the file size from which the next unit ends with a copy; under g_locks.io, set with
+  // the header. The header's own unit carries none.
+  HeaderInfo header_copy{};
+  uint64_t next_header_copy_at = 1;
   // The flush thread's control, under g_locks.record.
   bool stop_flusher = false;
   pthread_cond_t flusher_wake = PTHREAD_COND_INITIALIZER;

@@ -88,6 +88,13 @@ void WriteHeaderLocked() {
   h.cupti_enabled = g_session.cupti_enabled;
   h.python_frames_enabled = config.python_frames;
   if (!WriteHeader(g_output.packets(), h)) g_output.packets()->ClearError();
+  h.argv = nullptr;  // the copy carries none of these
+  h.argc = 0;
+  h.hostname = h.executable = h.tool_version = nullptr;
+  pthread_mutex_lock(&g_locks.io);
+  g_output.header_copy = h;
+  g_output.next_header_copy_at = 1;
+  pthread_mutex_unlock(&g_locks.io);
 }
 
 // CUMEMTRACE_CUPTI=1: subscribes once per process; a forked child keeps its parent's subscription (or failure) and
@@ -169,6 +176,8 @@ void FinishTrace() {
     t.bytes_written = sink.bytes_written();
     t.stack_nodes = g_output.stacks.node_count();
     t.end_time_ns = NowNs();
+    // One more copy of what a reader needs of the header, far from the header in all but the smallest traces.
+    if (!WriteHeaderCopy(out, g_output.header_copy)) out->ClearError();
     if (WriteTrailer(out, t) && !sink.Write(out->data(), out->size()) && sink.failed()) {
       NoteWriteFailureIoLocked(out);  // as for any other packet: the file says why it has no trailer
     }

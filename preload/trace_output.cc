@@ -33,6 +33,40 @@ void NoteWriteFailureIoLocked(ByteBuffer* scratch) {
   }
 }
 
+namespace {
+
+constexpr uint64_t kHeaderCopyEvery = uint64_t{1} << 20;
+
+// Under a file size limit the unit may not fit: the sink writes only the whole packets that do. So that the events
+// batch is not lost whole when only part of it fits (a limit smaller than the first batch), it is encoded again
+// with as many of its events, in the order they were appended, as fit. Returns how many events `out` now holds;
+// `before_events` is where the batch starts.
+size_t FitEventsIoLocked(ByteBuffer* out, size_t before_events, OutputQueue::Unit* unit) {
+  const uint64_t room = g_output.sink.Room();
+  if (out->size() <= room) return unit->event_count;
+  size_t low = 0, high = unit->event_count;  // the largest count that fits is in [low, high)
+  while (high - low > 1) {
+    const size_t mid = low + (high - low) / 2;
+    out->Truncate(before_events);
+    // Without the low-water mark: the events left out may lie below it.
+    if (WriteEventBatch(out, unit->events, mid, 0) && out->size() <= room) {
+      low = mid;
+    } else {
+      out->ClearError();
+      high = mid;
+    }
+  }
+  out->Truncate(before_events);
+  if (low > 0 && !WriteEventBatch(out, unit->events, low, 0)) {
+    out->Truncate(before_events);
+    out->ClearError();
+    low = 0;
+  }
+  return low;
+}
+
+}  // namespace
+
 // Called by the flush thread, or by a recording thread that must not wait for it (a failed allocation, start and
 // exit, every sealed slot taken).
 void WriteSealedIoLocked() {
@@ -57,11 +91,23 @@ void WriteSealedIoLocked() {
       }
     }
     if (unit->event_count > 0) {
+      const size_t before_events = out->size();
       if (WriteEventBatch(out, unit->events, unit->event_count, unit->complete_below)) {
-        g_health.writing.events += unit->event_count;
+        const size_t kept = FitEventsIoLocked(out, before_events, unit);
+        g_health.writing.events += kept;
+        g_health.dropped.fetch_add(unit->event_count - kept, std::memory_order_relaxed);
       } else {
         out->ClearError();
         g_health.dropped.fetch_add(unit->event_count, std::memory_order_relaxed);
+      }
+    }
+    // What a reader needs of the header, again: at the end of the first unit after the header's, then about every
+    // MiB (a damaged header then costs the trace nothing but the header's own fields).
+    if (out->size() > 0 && g_output.sink.bytes_written() >= g_output.next_header_copy_at) {
+      if (WriteHeaderCopy(out, g_output.header_copy)) {
+        g_output.next_header_copy_at = g_output.sink.bytes_written() + out->size() + kHeaderCopyEvery;
+      } else {
+        out->ClearError();
       }
     }
     if (out->size() > 0 && !g_output.sink.Write(out->data(), out->size())) {

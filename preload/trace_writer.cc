@@ -100,6 +100,28 @@ bool WriteHeader(ByteBuffer* out, const HeaderInfo& h) {
   return p.Finish();
 }
 
+bool WriteHeaderCopy(ByteBuffer* out, const HeaderInfo& h) {
+  PacketScope p(out, f::packet::kHeaderCopy);
+  WireEncoder& e = p.enc();
+  e.Fixed64(f::header::kMagic, format::kMagic);  // first: a reader looking for a copy looks for these bytes
+  e.Uint64(f::header::kFormatVersion, format::kFormatVersion);
+  e.Int32(f::header::kPid, h.pid);
+  e.Int32(f::header::kPpid, h.ppid);
+  e.Uint64(f::header::kClockId, 1);  // CLOCK_MONOTONIC
+  e.Int64(f::header::kStartTimeNs, h.start_time_ns);
+  e.Int64(f::header::kStartUnixTimeNs, h.start_unix_time_ns);
+  e.Int32(f::header::kDriverVersion, h.driver_version);
+  e.Uint64(f::header::kStackDepth, h.stack_depth);
+  e.Uint64(f::header::kTorchStackDepth, h.torch_stack_depth);
+  if (h.rank >= 0) e.Int32Always(f::header::kRank, h.rank);
+  if (h.local_rank >= 0) e.Int32Always(f::header::kLocalRank, h.local_rank);
+  if (h.world_size >= 0) e.Int32Always(f::header::kWorldSize, h.world_size);
+  e.Bool(f::header::kForkedChild, h.forked_child);
+  e.Bool(f::header::kPythonFramesEnabled, h.python_frames_enabled);
+  e.Bool(f::header::kCuptiEnabled, h.cupti_enabled);
+  return p.Finish();
+}
+
 bool WriteDevice(ByteBuffer* out, const DeviceRecord& d) {
   PacketScope p(out, f::packet::kDevice);
   WireEncoder& e = p.enc();

@@ -103,6 +103,9 @@ class StackTable;
 
 // Each returns false if the buffer could not grow; the packet is then removed again.
 bool WriteHeader(ByteBuffer* out, const HeaderInfo& header);
+// trace.proto's Packet.header_copy: what a reader needs of the header (no argv, host name or executable; those
+// pointers are not read), at most 127 bytes.
+bool WriteHeaderCopy(ByteBuffer* out, const HeaderInfo& header);
 bool WriteDevice(ByteBuffer* out, const DeviceRecord& device);
 bool WriteThread(ByteBuffer* out, uint32_t index, int32_t tid, const char* name);
 bool WriteModule(ByteBuffer* out, const ModuleEntry& module);

@@ -23,7 +23,8 @@ inline constexpr uint32_t kTracePacket = 1;
 namespace packet {
 inline constexpr uint32_t kHeader = 1, kThread = 2, kModule = 3, kStackNodes = 4, kEvents = 5, kStrings = 6,
                           kSymbols = 7, kTrailer = 8, kDevice = 9, kPythonFrames = 10,
-                          kMemorySample = 11, kNotice = 12, kAllocatorAttach = 13, kPhase = 14;
+                          kMemorySample = 11, kNotice = 12, kAllocatorAttach = 13, kPhase = 14,
+                          kHeaderCopy = 15;
 }
 namespace header {
 inline constexpr uint32_t kMagic = 1, kFormatVersion = 2, kToolVersion = 3, kPid = 4, kPpid = 5, kArgv = 6,

@@ -112,6 +112,13 @@ class Reader {
 
  private:
   absl::Status ReadHeaderPacket();
+  // Delivers the header (or the copy of it that stands in for a damaged one).
+  absl::Status UseHeader(const pb::Header& header);
+  // The first packet is not a readable header: finds the first copy of it (Packet.header_copy), delivers that and
+  // leaves the file where the main loop goes on past the damage; returns `unreadable` when the file has no copy.
+  absl::Status RecoverHeader(absl::Status unreadable, absl::string_view why);
+  // From f's position, looks for a whole, parsing copy of the header; leaves `f` at its start when it finds one.
+  absl::StatusOr<bool> FindHeaderCopy(BufferedFile& f, pb::Header* copy, uint64_t* at);
   absl::Status HandlePacket(const uint8_t* data, size_t size, uint64_t offset);
   absl::Status HandleEvents(const pb::EventBatch& batch, uint64_t offset);
   absl::Status HandleColumns(const BatchColumns& columns, uint64_t offset);
@@ -302,6 +309,55 @@ absl::StatusOr<bool> Reader::Resync() {
   }
 }
 
+absl::StatusOr<bool> Reader::FindHeaderCopy(BufferedFile& f, pb::Header* copy, uint64_t* at) {
+  // A copy is written magic first and is at most 127 bytes: Trace.packet tag, length L, Packet.header_copy tag,
+  // length L - 2, then the magic as a fixed64 field (tag 0x09 and its 8 bytes).
+  constexpr uint8_t kCopyTag = (format::field::packet::kHeaderCopy << 3) | 2;
+  constexpr uint64_t kMaxScan = uint64_t{256} << 20;  // copies are at most about a MiB apart
+  uint8_t pattern[9] = {0x09};
+  std::memcpy(pattern + 1, &format::kMagic, 8);
+  const uint64_t start = f.offset();
+  while (f.offset() - start < kMaxScan) {
+    absl::StatusOr<size_t> got = f.Ensure(BufferedFile::kChunkSize);
+    if (!got.ok()) return got.status();
+    const bool at_end = *got < BufferedFile::kChunkSize;
+    const uint8_t* p = f.data();
+    const size_t n = *got;
+    const uint8_t* hit = p;
+    while ((hit = std::search(hit, p + n, pattern, pattern + sizeof(pattern))) != p + n) {
+      const size_t h = static_cast<size_t>(hit - p);
+      ++hit;
+      if (h < 4 || p[h - 4] != kPacketTag || p[h - 2] != kCopyTag || p[h - 3] >= 0x80 || p[h - 1] >= 0x80 ||
+          p[h - 3] != p[h - 1] + 2) {
+        continue;
+      }
+      const size_t begin = h - 4;
+      const size_t whole = 2 + p[h - 3];
+      if (begin + whole > n) {
+        if (at_end) break;
+        // Not all of it is in the window: go on from its start.
+        f.Consume(begin);
+        hit = nullptr;
+        break;
+      }
+      if (begin + whole < n && p[begin + whole] != kPacketTag) continue;
+      if (!ParsePacket(p + begin + 2, whole - 2) || !packet_.has_header_copy() ||
+          packet_.header_copy().magic() != format::kMagic || packet_.header_copy().format_version() == 0) {
+        continue;
+      }
+      *copy = packet_.header_copy();
+      *at = f.offset() + begin;
+      f.Consume(begin);
+      return true;
+    }
+    if (hit == nullptr) continue;
+    if (at_end) return false;
+    // Keep the window's last bytes: a copy may straddle the boundary.
+    f.Consume(n - 128);
+  }
+  return false;
+}
+
 absl::Status Reader::CheckZeroTail(bool* all_zero) {
   *all_zero = true;
   while (true) {
@@ -337,16 +393,22 @@ absl::Status Reader::ReadHeaderPacket() {
     const uint8_t* p = file_->data();
     const size_t n = std::min<size_t>(file_->available(), 64);
     if (frame.ok() && std::search(p, p + n, magic, magic + 8) != p + n) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path_, ": cut off inside its header: the traced process wrote no whole packet"));
+      return RecoverHeader(
+          absl::InvalidArgumentError(
+              absl::StrCat(path_, ": cut off inside its header: the traced process wrote no whole packet")),
+          "its length runs past the end of the file");
     }
-    return NotATrace();
+    return RecoverHeader(NotATrace(), frame.ok() ? "it is cut off" : frame.status().message());
   }
-  if (!ParsePacket(data, size) || !packet_.has_header() ||
-      packet_.header().magic() != format::kMagic) {
-    return NotATrace();
-  }
-  const pb::Header& h = packet_.header();
+  if (!ParsePacket(data, size)) return RecoverHeader(NotATrace(), "it does not parse");
+  if (!packet_.has_header()) return RecoverHeader(NotATrace(), "it is not a header");
+  if (packet_.header().magic() != format::kMagic) return RecoverHeader(NotATrace(), "its magic number is wrong");
+  if (absl::Status s = UseHeader(packet_.header()); !s.ok()) return s;
+  file_->Consume(size);
+  return absl::OkStatus();
+}
+
+absl::Status Reader::UseHeader(const pb::Header& h) {
   if (h.format_version() > format::kFormatVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
         path_, ": trace format version ", h.format_version(), " is newer than this cumem-analyze reads (up to ",
@@ -357,7 +419,44 @@ absl::Status Reader::ReadHeaderPacket() {
   format_version_ = h.format_version();
   ++stats_.packets;
   visitor_.OnHeader(header);
-  file_->Consume(size);
+  return absl::OkStatus();
+}
+
+absl::Status Reader::RecoverHeader(absl::Status unreadable, absl::string_view why) {
+  // Only a file with a copy of the header is a trace whose header was damaged; without one (traces of older
+  // preloads, files that are not traces) the first packet's failure stands.
+  pb::Header copy;
+  uint64_t copy_at = 0;
+  if (size_at_open_ != UINT64_MAX) {
+    // A regular file: look for the copy with a reader of its own, then read every packet from the start.
+    absl::StatusOr<std::unique_ptr<BufferedFile>> scan = BufferedFile::Open(path_);
+    if (!scan.ok()) return scan.status();
+    absl::StatusOr<bool> found = FindHeaderCopy(**scan, &copy, &copy_at);
+    if (!found.ok()) return found.status();
+    if (!*found) return unreadable;
+    absl::StatusOr<std::unique_ptr<BufferedFile>> again = BufferedFile::Open(path_);
+    if (!again.ok()) return again.status();
+    file_ = *std::move(again);
+  } else {
+    // A pipe cannot go back: the packets between the header and the copy are lost too (counted as skipped).
+    const uint64_t from = file_->offset();
+    absl::StatusOr<bool> found = FindHeaderCopy(*file_, &copy, &copy_at);
+    if (!found.ok()) return found.status();
+    if (!*found) return unreadable;
+    stats_.skipped_bytes += copy_at - from;
+  }
+  stats_.truncated = false;
+  stats_.truncated_at = 0;
+  stats_.header_recovered = true;
+  stats_.header_copy_at = copy_at;
+  NoteDamage(0, absl::DataLossError(absl::StrCat(
+                    path_, ": the header is damaged (", why, "); read with its copy at byte ", copy_at,
+                    ": the command line, host name and executable are unknown")));
+  if (absl::Status s = UseHeader(copy); !s.ok()) return s;
+  --stats_.packets;  // the copy is counted where the main loop reads it
+  // From here the main loop goes on: past the damaged header to the next packet that verifies.
+  absl::StatusOr<bool> resynced = Resync();
+  if (!resynced.ok()) return resynced.status();
   return absl::OkStatus();
 }
 
@@ -380,7 +479,8 @@ absl::Status Reader::HandlePacket(const uint8_t* data, size_t size, uint64_t off
   if (!ParsePacket(data, size)) return Corrupt(offset, "the packet does not parse");
   switch (packet_.data_case()) {
     case pb::Packet::kHeader:
-      break;  // only the first header counts
+    case pb::Packet::kHeaderCopy:
+      break;  // only the first header counts; a copy stands in for it only when it is damaged (RecoverHeader)
     case pb::Packet::kThread: {
       ThreadInfo t;
       t.index = packet_.thread().index();

@@ -213,11 +213,16 @@ struct ReadStats {
   uint64_t skipped_bytes = 0;
   uint64_t first_damage_at = 0;
   std::string first_damage;
+  // The header was damaged and its copy (written by preloads since format version 3's header_copy) stood in for it:
+  // the command line, host name and executable are unknown. header_copy_at is the copy's byte offset.
+  bool header_recovered = false;
+  uint64_t header_copy_at = 0;
 };
 
 // Reads `path` and feeds `visitor`. Returns an error for an empty file, a file that is not a cumemtrace trace or a
 // trace of a newer format version. A damaged packet after the header costs that packet: the reader skips to the
-// next packet that verifies and counts the damage in `stats`.
+// next packet that verifies and counts the damage in `stats`. A damaged header costs only its own fields when the
+// trace holds a copy of it (header_copy packets): the copy stands in for it (`stats->header_recovered`).
 absl::Status ReadTrace(const std::string& path, TraceVisitor& visitor, ReadStats* stats);
 
 }  // namespace cumemtrace::analyzer

@@ -44,16 +44,24 @@ struct Counts {
   size_t modules = 0;
   size_t files = 0;
   size_t notices = 0;
+  size_t dropped = 0;  // packets that may hold what is removed and did not parse
 };
 
-// The rewritten packet, or false to copy it unchanged.
-bool Rewrite(uint32_t field, absl::string_view bytes, const ProgramTree& tree,
-             const absl::flat_hash_set<uint32_t>& file_ids, pb::Packet* packet, Counts* counts) {
+enum class Redaction { kCopy, kRewritten, kDrop };
+
+// What becomes of a packet: copied unchanged, rewritten into `packet`, or left out. A packet of a kind that may hold
+// what redaction removes but that does not parse (a damaged header, which the reader's copy of it stands in for) is
+// left out: copied byte for byte it would keep the host name, command line and paths.
+Redaction Rewrite(uint32_t field, absl::string_view bytes, const ProgramTree& tree,
+                  const absl::flat_hash_set<uint32_t>& file_ids, pb::Packet* packet, Counts* counts) {
   if (field != packet_field::kHeader && field != packet_field::kModule && field != packet_field::kStrings &&
       field != packet_field::kNotice) {
-    return false;
+    return Redaction::kCopy;
   }
-  if (!packet->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return false;
+  if (!packet->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    ++counts->dropped;
+    return Redaction::kDrop;
+  }
   switch (packet->data_case()) {
     case pb::Packet::kHeader: {
       pb::Header* h = packet->mutable_header();
@@ -62,12 +70,12 @@ bool Rewrite(uint32_t field, absl::string_view bytes, const ProgramTree& tree,
       h->clear_argv();
       for (std::string& arg : RedactArgv(argv, tree)) h->add_argv(std::move(arg));
       h->set_executable(RedactPath(h->executable(), tree));
-      return true;
+      return Redaction::kRewritten;
     }
     case pb::Packet::kModule:
       packet->mutable_module()->set_path(RedactPath(packet->module().path(), tree));
       ++counts->modules;
-      return true;
+      return Redaction::kRewritten;
     case pb::Packet::kStrings: {
       pb::Strings* s = packet->mutable_strings();
       for (int i = 0; i < s->value_size(); ++i) {
@@ -76,14 +84,14 @@ bool Rewrite(uint32_t field, absl::string_view bytes, const ProgramTree& tree,
           ++counts->files;
         }
       }
-      return true;
+      return Redaction::kRewritten;
     }
     case pb::Packet::kNotice:
       packet->mutable_notice()->set_message(RedactText(packet->notice().message(), tree));
       ++counts->notices;
-      return true;
+      return Redaction::kRewritten;
     default:
-      return false;
+      return Redaction::kCopy;
   }
 }
 
@@ -105,9 +113,15 @@ absl::StatusOr<std::string> Redact(const RedactOptions& options) {
   pb::Packet packet;
   std::string rewritten;
   const auto copy = [&](uint32_t field, absl::string_view bytes, TraceFileWriter& out) {
-    if (Rewrite(field, bytes, tree, c.file_ids, &packet, &counts)) {
-      packet.SerializeToString(&rewritten);
-      bytes = rewritten;
+    switch (Rewrite(field, bytes, tree, c.file_ids, &packet, &counts)) {
+      case Redaction::kCopy:
+        break;
+      case Redaction::kRewritten:
+        packet.SerializeToString(&rewritten);
+        bytes = rewritten;
+        break;
+      case Redaction::kDrop:
+        return absl::OkStatus();
     }
     return out.Write(bytes);
   };
@@ -117,7 +131,9 @@ absl::StatusOr<std::string> Redact(const RedactOptions& options) {
                       absl::StrJoin(RedactArgv(c.header.argv, tree), " "), "\nprogram tree: ",
                       tree.dir.empty() ? "unknown (every absolute path reduced)" : tree.dir,
                       " (paths inside it are now relative to it)\nreduced: ", counts.modules, " module paths, ",
-                      counts.files, " source and Python file names, ", counts.notices, " notices\n");
+                      counts.files, " source and Python file names, ", counts.notices, " notices\n",
+                      counts.dropped == 0 ? "" : absl::StrCat("left out: ", counts.dropped,
+                                                              " damaged packets that may hold private data\n"));
 }
 
 }  // namespace cumemtrace::analyzer

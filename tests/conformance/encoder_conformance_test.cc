@@ -75,6 +75,57 @@ TEST_F(EncoderConformance, Header) {
   EXPECT_EQ(got.torch_stack_depth(), 32u);
 }
 
+// The copy of the header a reader uses when the header is damaged: only the fields it needs, magic first (the reader
+// looks for its framing and the magic's bytes), at most 127 bytes even with every field at its widest.
+TEST_F(EncoderConformance, HeaderCopy) {
+  const char* argv[] = {"python", "train.py"};
+  HeaderInfo h{};
+  h.tool_version = "0.1.0";
+  h.pid = std::numeric_limits<int32_t>::min();
+  h.ppid = -1;
+  h.argv = argv;
+  h.argc = 2;
+  h.hostname = "gpu-host";
+  h.executable = "/usr/bin/python3.12";
+  h.start_time_ns = std::numeric_limits<int64_t>::min();
+  h.start_unix_time_ns = std::numeric_limits<int64_t>::max();
+  h.driver_version = -1;
+  h.stack_depth = std::numeric_limits<uint32_t>::max();
+  h.torch_stack_depth = std::numeric_limits<uint32_t>::max();
+  h.rank = h.local_rank = h.world_size = std::numeric_limits<int32_t>::max();
+  h.forked_child = h.python_frames_enabled = h.cupti_enabled = true;
+  ASSERT_TRUE(WriteHeaderCopy(&buffer_, h));
+  EXPECT_LE(buffer_.size(), 127u);
+  const uint8_t* b = buffer_.data();
+  EXPECT_EQ(b[0], 0x0a);
+  EXPECT_EQ(b[1], buffer_.size() - 2);
+  EXPECT_EQ(b[2], (format::field::packet::kHeaderCopy << 3) | 2);
+  EXPECT_EQ(b[3], buffer_.size() - 4);
+  EXPECT_EQ(b[4], 0x09);
+  EXPECT_EQ(std::memcmp(b + 5, &format::kMagic, 8), 0);
+  auto p = OnlyPacket();
+  ASSERT_TRUE(p.has_header_copy());
+  const auto& got = p.header_copy();
+  EXPECT_EQ(got.magic(), format::kMagic);
+  EXPECT_EQ(got.format_version(), format::kFormatVersion);
+  EXPECT_EQ(got.pid(), std::numeric_limits<int32_t>::min());
+  EXPECT_EQ(got.ppid(), -1);
+  EXPECT_EQ(got.clock_id(), 1u);
+  EXPECT_EQ(got.start_time_ns(), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(got.start_unix_time_ns(), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(got.driver_version(), -1);
+  EXPECT_EQ(got.stack_depth(), std::numeric_limits<uint32_t>::max());
+  EXPECT_EQ(got.torch_stack_depth(), std::numeric_limits<uint32_t>::max());
+  EXPECT_EQ(got.rank(), std::numeric_limits<int32_t>::max());
+  EXPECT_EQ(got.world_size(), std::numeric_limits<int32_t>::max());
+  EXPECT_TRUE(got.forked_child() && got.python_frames_enabled() && got.cupti_enabled());
+  // Never what is private or long.
+  EXPECT_EQ(got.argv_size(), 0);
+  EXPECT_TRUE(got.hostname().empty());
+  EXPECT_TRUE(got.executable().empty());
+  EXPECT_TRUE(got.tool_version().empty());
+}
+
 TEST_F(EncoderConformance, DeviceThreadModule) {
   uint8_t uuid[16];
   for (int i = 0; i < 16; ++i) uuid[i] = static_cast<uint8_t>(0xf0 + i);

@@ -100,5 +100,21 @@ TEST(DamagedExample, InsertedByteInTheLastPacketsKeepsEveryEvent) {
   }
 }
 
+// Traces written before header copies existed read as before: intact, with nothing recovered; with a damaged
+// header, not as a trace (there is nothing to stand in for it), with the same error as ever.
+TEST(DamagedExample, AHeaderWithoutCopiesIsStillTheOnlyOne) {
+  const std::string bytes = Slurp(std::string(CUMEMTRACE_EXAMPLES_DIR) + "/" + kTrace);
+  absl::Status status;
+  ReadStats stats;
+  ASSERT_GT(ReadBytes(bytes, &status, &stats), 0u);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_FALSE(stats.header_recovered);
+  std::string damaged = bytes;
+  damaged[PacketStarts(bytes).at(0) + 8] ^= 0x20;  // a byte of the header's magic
+  ReadBytes(damaged, &status, &stats);
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_NE(status.message().find("not a cumemtrace trace"), std::string::npos) << status;
+}
+
 }  // namespace
 }  // namespace cumemtrace::analyzer
