@@ -91,6 +91,13 @@ std::vector<WhatIfOptions> OomReplayCandidates(const WhatIf& recorded) {
       candidates.push_back(o);
     }
   }
+  // Expandable segments map pages where a segment would have been made, and unmap the whole pages of free blocks:
+  // PyTorch's own message suggests them for fragmentation.
+  if (!config.expandable_segments) {
+    WhatIfOptions o;
+    o.settings.push_back("expandable_segments:True");
+    candidates.push_back(o);
+  }
   if (recorded.outside_max != 0) {
     WhatIfOptions o;
     o.without_outside = true;
@@ -126,8 +133,6 @@ void AddReplayChecks(const std::vector<WhatIf>& replays, OomReport* report) {
     c.reserved_peak = w.whatif.reserved_peak;
     report->replay_checks.push_back(std::move(c));
   }
-  const AllocatorConfig config = ParseAllocatorConfig(recorded.recorded_settings);
-  if (!config.expandable_segments) report->not_replayed_settings = "expandable_segments:True";
 }
 
 }  // namespace cumemtrace::analyzer

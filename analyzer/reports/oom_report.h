@@ -88,7 +88,6 @@ struct OomReport {
   bool replayed = false;
   std::string replay_unchecked;
   std::vector<ReplayCheck> replay_checks;
-  std::string not_replayed_settings;  // settings users try that the replay does not restate (expandable segments)
 };
 
 // Settings worth trying on `recorded` (the replay's own outcome under the recorded settings comes first), as

@@ -51,6 +51,7 @@ TEST_P(WhatIfRecorded, ReplayReproducesTheRecordedAllocator) {
 INSTANTIATE_TEST_SUITE_P(
     Examples, WhatIfRecorded,
     ::testing::Values(Case{"gpt2_blocks_h100.pb", "gpt2_blocks_h100_truth.json", 3579},
+                      Case{"gpt2_blocks_expandable_h100.pb", "gpt2_blocks_expandable_h100_truth.json", 3579},
                       Case{"story_leak_blocks_h100.pb", "story_leak_blocks_h100_truth.json", 127},
                       Case{"story_oom_blocks_h100.pb", "story_oom_blocks_h100_truth.json", 91},
                       Case{"frag_oom_h100.pb", "frag_oom_h100_truth.json", 22}),
@@ -122,14 +123,13 @@ TEST(WhatIfCap, BoundsContainTheAllowedMemoryOfPyTorchsMessage) {
   EXPECT_LT(low, high);
 }
 
-// Expandable segments are not restated: nothing is replayed and nothing claimed.
-TEST(WhatIfUnsupported, ExpandableSegmentsAreRefusedNotGuessed) {
-  const JsonValue report = Report({"whatif", Example("gpt2_blocks_expandable_h100.pb")});
-  EXPECT_EQ(report["claim"].str(), "unsupported");
-  EXPECT_EQ(report["oom"].type(), JsonValue::Type::kNull);
-  EXPECT_EQ(report["reserved_peak"].type(), JsonValue::Type::kNull);
-  const JsonValue asked = Report({"whatif", Example("gpt2_blocks_h100.pb"), "--set", "expandable_segments:True"});
+// garbage_collection_threshold is not restated: nothing is replayed under it and nothing claimed.
+TEST(WhatIfUnsupported, GarbageCollectionThresholdIsRefusedNotGuessed) {
+  const JsonValue asked =
+      Report({"whatif", Example("gpt2_blocks_h100.pb"), "--set", "garbage_collection_threshold:0.6"});
   EXPECT_EQ(asked["claim"].str(), "unsupported");
+  EXPECT_EQ(asked["oom"].type(), JsonValue::Type::kNull);
+  EXPECT_EQ(asked["reserved_peak"].type(), JsonValue::Type::kNull);
   EXPECT_TRUE(asked["fidelity"]["exact"].boolean());  // the recorded run itself was still checked
 }
 

@@ -13,7 +13,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 for mode in holes live; do
   CUMEMTRACE_OUTPUT="$out/whatif_$mode.pb" CUMEMTRACE_QUIET=1 LD_PRELOAD="$build/preload/libcumemtrace.so" \
     python3 "$here/workloads/whatif_frag.py" "$mode" >"$out/whatif_${mode}_traced.json"
-  for setting in "" "max_split_size_mb:100" "max_split_size_mb:1024" "roundup_power2_divisions:4"; do
+  for setting in "" "max_split_size_mb:100" "max_split_size_mb:1024" "roundup_power2_divisions:4" \
+    "expandable_segments:True"; do
     name=${setting:-defaults}
     name=${name//:/_}
     "$build/analyzer/cumem-analyze" whatif "$out/whatif_$mode.pb" ${setting:+--set "$setting"} --json \

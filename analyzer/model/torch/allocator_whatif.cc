@@ -18,7 +18,10 @@ namespace {
 
 // One event of the device that the replay needs: a request, or what the recorded allocator did with the driver.
 struct Step {
-  enum Kind : uint8_t { kAlloc, kOomRequest, kFreeCompleted, kSegmentAlloc, kSegmentFree, kMallocFailed };
+  enum Kind : uint8_t {
+    kAlloc, kOomRequest, kFreeCompleted,  // requests
+    kSegmentAlloc, kSegmentFree, kMallocFailed, kSegmentMap, kSegmentUnmap, kMapFailed  // what the allocator did
+  };
   uint64_t seq = 0;
   uint64_t address = 0;
   uint64_t size = 0;
@@ -76,10 +79,13 @@ class InputPass : public TraceVisitor {
           steps_[last_segment_free_].driver_seq = e.seq;
         }
         return;
-      case format::Api::kTorchSegmentMap:
-      case format::Api::kTorchSegmentUnmap:
-        expandable_ = true;
-        return;
+      case format::Api::kTorchSegmentMap: s.kind = Step::kSegmentMap; break;
+      case format::Api::kTorchSegmentUnmap: s.kind = Step::kSegmentUnmap; break;
+      case format::Api::kCuMemCreate:
+        // Pages of an expandable segment: only a creation refused for lack of memory is a decision's outcome.
+        if (e.result != kCudaErrorOutOfMemory) return;
+        s.kind = Step::kMapFailed;
+        break;
       case format::Api::kCudaMalloc:
         if (e.result == 0) last_malloc_ = {e.address, e.seq};
         if (e.result != kCudaErrorOutOfMemory) return;
@@ -98,12 +104,10 @@ class InputPass : public TraceVisitor {
   const std::string& config() const { return config_; }
   std::vector<Step>& steps() { return steps_; }
   std::vector<DriverFigure>& figures() { return figures_; }
-  bool expandable() const { return expandable_; }
 
  private:
   std::string config_;
   bool attached_ = false;
-  bool expandable_ = false;
   std::vector<Step> steps_;
   std::vector<DriverFigure> figures_;
   std::pair<uint64_t, uint64_t> last_malloc_{0, 0};  // (address, seq) of the last successful cudaMalloc
@@ -117,9 +121,11 @@ class OutsideMemory {
     std::vector<std::pair<uint64_t, uint64_t>> reserved;  // (seq, reserved after it)
     uint64_t now = 0;
     for (const Step& s : steps) {
-      if (s.kind == Step::kSegmentAlloc) now += s.size;
-      if (s.kind == Step::kSegmentFree) now -= std::min(now, s.size);
-      if (s.kind == Step::kSegmentAlloc || s.kind == Step::kSegmentFree) {
+      const bool grows = s.kind == Step::kSegmentAlloc || s.kind == Step::kSegmentMap;
+      const bool shrinks = s.kind == Step::kSegmentFree || s.kind == Step::kSegmentUnmap;
+      if (grows) now += s.size;
+      if (shrinks) now -= std::min(now, s.size);
+      if (grows || shrinks) {
         reserved.push_back({s.driver_seq != 0 ? s.driver_seq : s.seq, now});
       }
     }
@@ -150,7 +156,7 @@ class OutsideMemory {
   uint64_t capacity_ = 0;
 };
 
-// The recorded run's driver: answers each segment request as it was answered, and says where the replay differs.
+// The recorded run's driver: answers each request for memory as it was answered, and says where the replay differs.
 class RecordedDriver : public ReplayDriver {
  public:
   RecordedDriver(const std::vector<Step>& steps, FidelityCheck* fidelity) : steps_(steps), fidelity_(fidelity) {
@@ -163,13 +169,26 @@ class RecordedDriver : public ReplayDriver {
     serving_seq_ = seq;
     serving_recorded_oom_ = recorded_oom;
   }
-  bool Malloc(uint64_t size, uint64_t reserved_now, uint64_t* address) override {
-    if (diverged()) return false;
-    if (const Step* o = Next(); o != nullptr && o->seq < serving_seq_ && o->size == size) {
+  bool CapAllows(uint64_t reserved_now, uint64_t alloc_size) override {
+    const Step* o = NextBefore();
+    const bool driver_asked = o != nullptr && o->kind != Step::kSegmentFree && o->kind != Step::kSegmentUnmap;
+    if (!serving_recorded_oom_ || driver_asked) {
+      // The cap (if any) let it through: it is at least this.
+      fidelity_->cap_low = std::max(fidelity_->cap_low, reserved_now + alloc_size);
+      return true;
+    }
+    // A request the recorded run failed without asking the driver was refused by a cap (a memory fraction):
+    // reserved + the segment size went over it.
+    if (serving_seq_ != last_capped_seq_) ++fidelity_->capped_refusals;
+    last_capped_seq_ = serving_seq_;
+    const uint64_t over = reserved_now + alloc_size - 1;
+    fidelity_->cap_high = fidelity_->cap_high == 0 ? over : std::min(fidelity_->cap_high, over);
+    return false;
+  }
+  bool Malloc(uint64_t size, uint64_t, uint64_t* address) override {
+    if (const Step* o = NextBefore(); o != nullptr && o->size == size) {
       if (o->kind == Step::kSegmentAlloc) {
-        ++cursor_;
-        ++fidelity_->segments;
-        fidelity_->cap_low = std::max(fidelity_->cap_low, reserved_now + size);
+        Consume();
         *address = o->address;
         return true;
       }
@@ -178,30 +197,54 @@ class RecordedDriver : public ReplayDriver {
         return false;
       }
     }
-    // A request the recorded run failed without a failed cudaMalloc was refused by a cap (a memory fraction):
-    // reserved + size went over it.
-    if (serving_recorded_oom_) {
-      ++fidelity_->capped_refusals;
-      const uint64_t over = reserved_now + size - 1;
-      fidelity_->cap_high = fidelity_->cap_high == 0 ? over : std::min(fidelity_->cap_high, over);
-      return false;
-    }
     Diverge(absl::StrCat("the replay asks the driver for a segment of ", size, " bytes; the recorded allocator ",
                          Describe(Next())));
     return false;
   }
   void Free(uint64_t address, uint64_t size) override {
-    if (diverged()) return;
     if (const Step* o = Next(); o != nullptr && o->kind == Step::kSegmentFree && o->address == address) {
-      ++cursor_;
-      ++fidelity_->segments;
+      Consume();
       return;
     }
     Diverge(absl::StrCat("the replay releases the segment of ", size, " bytes at 0x", absl::Hex(address),
                          "; the recorded allocator ", Describe(Next())));
   }
-  // The next recorded outcome not consumed yet, or nullptr.
+  // A new expandable segment starts where the recorded allocator mapped its first pages.
+  uint64_t Reserve(uint64_t) override {
+    if (const Step* o = NextBefore(); o != nullptr && o->kind == Step::kSegmentMap) return o->address;
+    Diverge(absl::StrCat("the replay reserves a new expandable segment; the recorded allocator ", Describe(Next())));
+    return uint64_t{1} << 46;
+  }
+  bool Map(uint64_t address, uint64_t size, uint64_t) override {
+    if (const Step* o = NextBefore(); o != nullptr) {
+      if (o->kind == Step::kSegmentMap && o->address == address && o->size == size) {
+        Consume();
+        return true;
+      }
+      if (o->kind == Step::kMapFailed) {
+        ++cursor_;
+        return false;
+      }
+    }
+    Diverge(absl::StrCat("the replay maps ", size, " bytes at 0x", absl::Hex(address), "; the recorded allocator ",
+                         Describe(Next())));
+    return false;
+  }
+  void Unmap(uint64_t address, uint64_t size) override {
+    if (const Step* o = Next(); o != nullptr && o->kind == Step::kSegmentUnmap && o->address == address &&
+                                o->size == size) {
+      Consume();
+      return;
+    }
+    Diverge(absl::StrCat("the replay unmaps ", size, " bytes at 0x", absl::Hex(address), "; the recorded allocator ",
+                         Describe(Next())));
+  }
+  // The next recorded outcome not consumed yet, or nullptr; NextBefore: only if it came before the request.
   const Step* Next() const { return cursor_ < outcomes_.size() ? &steps_[outcomes_[cursor_]] : nullptr; }
+  const Step* NextBefore() const {
+    const Step* o = Next();
+    return o != nullptr && o->seq < serving_seq_ ? o : nullptr;
+  }
   void Diverge(std::string why) {
     if (diverged()) return;
     fidelity_->exact = false;
@@ -211,11 +254,19 @@ class RecordedDriver : public ReplayDriver {
   bool diverged() const { return !fidelity_->divergence.empty(); }
 
  private:
+  void Consume() {
+    ++cursor_;
+    ++fidelity_->segments;
+  }
   static std::string Describe(const Step* o) {
     if (o == nullptr) return "asked for nothing more";
+    const std::string at = absl::StrCat(" at 0x", absl::Hex(o->address), " next (event ", o->seq, ")");
     switch (o->kind) {
-      case Step::kSegmentAlloc: return absl::StrCat("made a segment of ", o->size, " bytes next (event ", o->seq, ")");
-      case Step::kSegmentFree: return absl::StrCat("released the segment at 0x", absl::Hex(o->address), " next (event ", o->seq, ")");
+      case Step::kSegmentAlloc: return absl::StrCat("made a segment of ", o->size, " bytes", at);
+      case Step::kSegmentFree: return absl::StrCat("released the segment of ", o->size, " bytes", at);
+      case Step::kSegmentMap: return absl::StrCat("mapped ", o->size, " bytes", at);
+      case Step::kSegmentUnmap: return absl::StrCat("unmapped ", o->size, " bytes", at);
+      case Step::kMapFailed: return absl::StrCat("failed to map memory next (event ", o->seq, ")");
       default: return absl::StrCat("failed a cudaMalloc of ", o->size, " bytes next (event ", o->seq, ")");
     }
   }
@@ -226,6 +277,7 @@ class RecordedDriver : public ReplayDriver {
   size_t cursor_ = 0;
   uint64_t serving_seq_ = 0;
   bool serving_recorded_oom_ = false;
+  uint64_t last_capped_seq_ = 0;
 };
 
 // A card of `capacity` bytes, of which `outside` holds what is not PyTorch's at each moment, and a per-process
@@ -236,34 +288,50 @@ class CapacityDriver : public ReplayDriver {
       : capacity_(capacity), outside_(outside), cap_(cap) {}
   void Serving(uint64_t seq) { seq_ = seq; }
   uint64_t OutsideNow() const { return outside_ != nullptr ? outside_->At(seq_) : 0; }
+  bool CapAllows(uint64_t reserved_now, uint64_t alloc_size) override {
+    return cap_ == 0 || reserved_now + alloc_size <= cap_;
+  }
   bool Malloc(uint64_t size, uint64_t reserved_now, uint64_t* address) override {
-    if (reserved_now + size + OutsideNow() > capacity_) return false;
-    if (cap_ != 0 && reserved_now + size > cap_) return false;
+    if (!Fits(reserved_now, size)) return false;
     *address = next_address_;
     next_address_ += (size + kTorchRoundLarge - 1) / kTorchRoundLarge * kTorchRoundLarge + kTorchRoundLarge;
     return true;
   }
   void Free(uint64_t, uint64_t) override {}
+  uint64_t Reserve(uint64_t size) override {
+    const uint64_t base = next_range_;
+    next_range_ += (size + (uint64_t{1} << 30)) & ~((uint64_t{1} << 30) - 1);
+    return base;
+  }
+  bool Map(uint64_t, uint64_t size, uint64_t reserved_now) override { return Fits(reserved_now, size); }
+  void Unmap(uint64_t, uint64_t) override {}
 
  private:
+  bool Fits(uint64_t reserved_now, uint64_t size) const { return reserved_now + size + OutsideNow() <= capacity_; }
+
   uint64_t capacity_;
   const OutsideMemory* outside_;
   uint64_t cap_;
   uint64_t seq_ = 0;
-  uint64_t next_address_ = uint64_t{1} << 44;  // made-up addresses, above any real one, in allocation order
+  // Made-up addresses, in allocation order: segments above any real one, reserved ranges above those.
+  uint64_t next_address_ = uint64_t{1} << 44;
+  uint64_t next_range_ = uint64_t{1} << 47;
 };
 
-// Segment frees that no failed cudaMalloc before them explains start an empty_cache(): marks the first of each run.
+// Segment frees and unmappings that no refusal by the driver before them explains start an empty_cache(): marks the
+// first of each run. (A release forced by a per-process cap has no refusal in the trace and reads as one too: the
+// replay then releases the same cache just before the request instead of inside it, and ends in the same state.)
 std::vector<bool> EmptyCacheStarts(const std::vector<Step>& steps) {
   std::vector<bool> starts(steps.size(), false);
   bool failed_since_request = false, previous_was_empty_cache = false;
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& s = steps[i];
+    const bool release = s.kind == Step::kSegmentFree || s.kind == Step::kSegmentUnmap;
     if (s.IsRequest() || s.kind == Step::kFreeCompleted) failed_since_request = false;
-    if (s.kind == Step::kMallocFailed) failed_since_request = true;
-    const bool empty_cache = s.kind == Step::kSegmentFree && !failed_since_request;
+    if (s.kind == Step::kMallocFailed || s.kind == Step::kMapFailed) failed_since_request = true;
+    const bool empty_cache = release && !failed_since_request;
     starts[i] = empty_cache && !previous_was_empty_cache;
-    if (s.kind != Step::kSegmentFree) previous_was_empty_cache = false;
+    if (!release) previous_was_empty_cache = false;
     if (empty_cache) previous_was_empty_cache = true;
   }
   return starts;
@@ -275,7 +343,7 @@ std::vector<bool> EmptyCacheStarts(const std::vector<Step>& steps) {
 ReplayOutcome Replay(const std::vector<Step>& steps, const AllocatorConfig& config, RecordedDriver* recorded,
                      FidelityCheck* fidelity, CapacityDriver* capacity, uint64_t card) {
   ReplayDriver* driver = recorded != nullptr ? static_cast<ReplayDriver*>(recorded) : capacity;
-  CachingAllocatorReplay replay(config, driver);
+  CachingAllocatorReplay replay(config, driver, card);
   ReplayOutcome out;
   out.ran = true;
   out.headroom = card;
@@ -373,7 +441,6 @@ ReplayOutcome Replay(const std::vector<Step>& steps, const AllocatorConfig& conf
 struct ReplayInput {
   int32_t device = 0;
   std::string config;
-  bool expandable = false;
   std::vector<Step> steps;  // by seq
   std::vector<DriverFigure> figures;
 };
@@ -408,7 +475,6 @@ absl::StatusOr<ReplayInputPtr> ReadReplayInput(const std::string& path) {
   all.shrink_to_fit();
   std::sort(input->steps.begin(), input->steps.end(), [](const Step& a, const Step& b) { return a.seq < b.seq; });
   input->config = pass.config();
-  input->expandable = pass.expandable();
   input->figures = std::move(pass.figures());
   return input;
 }
@@ -434,8 +500,8 @@ WhatIf ReplayWhatIf(const ReplayInput& input, const WhatIfOptions& options) {
   {
     uint64_t reserved = 0;
     for (const Step& s : steps) {
-      if (s.kind == Step::kSegmentAlloc) reserved += s.size;
-      if (s.kind == Step::kSegmentFree) reserved -= std::min(reserved, s.size);
+      if (s.kind == Step::kSegmentAlloc || s.kind == Step::kSegmentMap) reserved += s.size;
+      if (s.kind == Step::kSegmentFree || s.kind == Step::kSegmentUnmap) reserved -= std::min(reserved, s.size);
       w.recorded_reserved_peak = std::max(w.recorded_reserved_peak, reserved);
     }
   }
@@ -447,12 +513,11 @@ WhatIf ReplayWhatIf(const ReplayInput& input, const WhatIfOptions& options) {
 
   std::string unsupported = ReplayUnsupported(recorded_config);
   const std::string whatif_unsupported = ReplayUnsupported(whatif_config);
-  if (input.expandable && unsupported.empty()) unsupported = "expandable segments";
   w.unsupported = !unsupported.empty() ? unsupported : whatif_unsupported;
   if (!unsupported.empty()) return w;  // nothing can be checked against the recorded run
 
   RecordedDriver recorded(steps, &w.fidelity);
-  Replay(steps, recorded_config, &recorded, &w.fidelity, nullptr, 0);
+  Replay(steps, recorded_config, &recorded, &w.fidelity, nullptr, w.recorded_capacity);
   if (w.recorded_capacity == 0 && !options.capacity.has_value()) return w;  // no capacity to model
 
   // A cap seen in the recorded run stays in every replay (it is the program's own setting), at each of its bounds.

