@@ -90,8 +90,29 @@ TEST_P(WhatIfReruns, ReplayPredictsEachRerun) {
   EXPECT_EQ(recorded["oom"].boolean(), truth["oom"].boolean());
 }
 
-INSTANTIATE_TEST_SUITE_P(Examples, WhatIfReruns, ::testing::Values("whatif_holes_h100", "whatif_live_h100"),
+INSTANTIATE_TEST_SUITE_P(Examples, WhatIfReruns,
+                         ::testing::Values("whatif_holes_h100", "whatif_live_h100", "whatif_steps_alone_h100",
+                                           "whatif_steps_other_h100"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
+
+// A second process held all but 2.5 GiB of the card (the truth's other_bytes): the verdict names the memory outside
+// PyTorch, and the replay checked for `oom` says the requests fit without it.
+TEST(WhatIfOom, AnotherProcessIsTheCauseAndTheReplayShowsIt) {
+  const JsonValue truth = Truth("whatif_steps_other_h100_truth.json");
+  const JsonValue oom = Report({"oom", Example("whatif_steps_other_h100.pb")});
+  ASSERT_EQ(oom["torch_ooms"].size(), 1u);
+  const JsonValue& v = oom["torch_ooms"][0]["verdict"];
+  EXPECT_EQ(v["cause"].str(), "outside_pytorch");
+  EXPECT_GE(v["outside_untraced_bytes"].uinteger(), truth["other_bytes"].uinteger());
+  bool without = false;
+  for (const JsonValue& c : oom["replay_checks"].array()) {
+    if (!c["without_outside"].boolean()) continue;
+    without = true;
+    EXPECT_FALSE(c["oom"].boolean());
+    EXPECT_EQ(c["reserved_peak"].uinteger(), truth["whatif"][0]["reserved_peak"].uinteger());
+  }
+  EXPECT_TRUE(without);
+}
 
 // story_oom's OOM: PyTorch's message says how much of the card was free ("of which 166.19 MiB is free"); the
 // replay's figure at the failing request (the card less reserved and outside memory) must say the same, to the

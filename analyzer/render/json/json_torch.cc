@@ -173,6 +173,28 @@ void WriteTorchOomsJson(JsonWriter& w, const OomReport& r) {
   }
   w.EndArray();
   w.Member("torch_oom_count", r.torch_total);
+  // The allocator replay's answers (oom only; null where it did not run).
+  w.Key("replay_checks");
+  if (!r.replayed || !r.replay_unchecked.empty()) {
+    w.Null();
+  } else {
+    w.BeginArray();
+    for (const ReplayCheck& c : r.replay_checks) {
+      w.BeginObject();
+      w.Member("setting", c.setting);
+      w.Member("without_outside", c.without_outside);
+      w.Member("oom", c.oom);
+      w.Key("reserved_peak");
+      if (c.oom) {
+        w.Null();
+      } else {
+        w.Uint(c.reserved_peak);
+      }
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+  w.Member("replay_unchecked", r.replay_unchecked);
 }
 
 }  // namespace cumemtrace::analyzer

@@ -14,7 +14,7 @@ namespace cumemtrace::analyzer {
 void WriteTorchPeaksJson(JsonWriter& w, const PeakReport& report);
 // Member "allocator_leaks" (leaks and summary documents).
 void WriteTorchLeaksJson(JsonWriter& w, const LeakReport& report);
-// Members "torch_ooms" and "torch_oom_count" (oom and summary documents).
+// Members "torch_ooms", "torch_oom_count", "replay_checks" and "replay_unchecked" (oom and summary documents).
 void WriteTorchOomsJson(JsonWriter& w, const OomReport& report);
 // Member "verdict" of a failed driver allocation PyTorch's allocator asked for.
 void WriteVerdictJson(JsonWriter& w, const OomVerdict& verdict);
