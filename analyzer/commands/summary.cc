@@ -1,5 +1,6 @@
 // `cumem-analyze [summary] TRACE.pb`: the default report.
 #include "analyzer/commands/command.h"
+#include "analyzer/commands/oom_replays.h"
 #include "analyzer/commands/report_command.h"
 #include "analyzer/render/json/json_reports.h"
 #include "analyzer/render/text/text_reports.h"
@@ -9,12 +10,13 @@ namespace cumemtrace::analyzer {
 namespace {
 
 // The text summary is an overview: fewer groups and frames than the reports it summarises.
-constexpr size_t kSummaryTextGroups = 5;
-constexpr size_t kSummaryTextFrames = 5;
+constexpr size_t kSummaryTextGroups = 3;
+constexpr size_t kSummaryTextFrames = 4;
 
 int Run(const CommandLine& cl, Console& console) {
   const ReportParts<SummaryReport> parts{{.peak_snapshots = true, .oom_snapshots = true, .pinned = true},
-                                         kSummaryTextFrames, BuildSummaryReport, SummaryText, SummaryJson};
+                                         kSummaryTextFrames, BuildSummaryReport, SummaryText, SummaryJson,
+                                         [](const CommandLine& cl, SummaryReport* r) { AddOomReplays(cl, &r->ooms); }};
   ReportOptions options = ReportOptionsFor(cl, parts.text_frames);
   if (!cl.json && !cl.top_given) options.top = kSummaryTextGroups;
   return RunReport(cl, console, parts, options);

@@ -106,6 +106,9 @@ struct OomRecord {
   // layer: the allocator's state then.
   bool has_torch = false;
   TorchAtFailure torch;
+  // PyTorch's allocator went on to serve the request anyway (it released cache and asked again): a step of its
+  // retry, not a failure the program saw.
+  bool recovered = false;
 };
 
 struct Analysis {

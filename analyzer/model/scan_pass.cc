@@ -140,6 +140,7 @@ void ScanPass::KeepOom(const Event& event, uint64_t index) {
   if (layer_.Find(event.device) != nullptr && !IsHostMemory(event.info->kind) && IsPytorchStack(event.stack)) {
     r.has_torch = true;
     r.torch = AtFailure(event.device);
+    torch_failures_pending_[event.device].push_back(event.seq);
   }
   SnapshotOom(r, index);
   const size_t first_cap = options_.max_oom_records - options_.max_oom_records / 2;
@@ -175,6 +176,14 @@ TorchAtFailure ScanPass::AtFailure(int32_t device) {
 void ScanPass::ApplyTorch(const Event& event, uint64_t index) {
   a_.allocator.events = true;
   layer_.Apply(event, index);
+  if (event.api == format::Api::kTorchAlloc || event.api == format::Api::kTorchOom) {
+    if (auto pending = torch_failures_pending_.find(event.device); pending != torch_failures_pending_.end()) {
+      if (event.api == format::Api::kTorchAlloc) {
+        torch_failures_recovered_.insert(pending->second.begin(), pending->second.end());
+      }
+      pending->second.clear();
+    }
+  }
   if (event.api != format::Api::kTorchOom) return;
   ++a_.allocator.oom_count;
   if (a_.allocator.ooms.size() >= kMaxTorchOoms) return;
@@ -341,6 +350,10 @@ bool ScanPass::Finish() {
   FinishLeaks();
   FinishAllocator();
 
+  for (std::deque<OomRecord>::iterator it = last_ooms_.begin(); it != last_ooms_.end(); ++it) {
+    it->recovered = torch_failures_recovered_.contains(it->event.seq);
+  }
+  for (OomRecord& r : first_ooms_) r.recovered = torch_failures_recovered_.contains(r.event.seq);
   a_.ooms = std::move(first_ooms_);
   a_.ooms.insert(a_.ooms.end(), std::make_move_iterator(last_ooms_.begin()),
                  std::make_move_iterator(last_ooms_.end()));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 
 #include "analyzer/model/torch/allocator_layer.h"
 #include "analyzer/model/analysis.h"
@@ -77,6 +78,10 @@ class ScanPass : public MetadataVisitor {
   GroupedSnapshot last_snapshot_;
   std::vector<PinnedChange> pinned_log_;
   absl::flat_hash_map<std::tuple<int32_t, format::Kind, uint64_t>, AllocationTotal> allocation_totals_;
+  // Failed driver allocations PyTorch's allocator made, per device, waiting to learn whether it served the request
+  // after all (a TORCH_ALLOC next) or raised (a TORCH_OOM next); and the seqs of those it recovered from.
+  absl::flat_hash_map<int32_t, std::vector<uint64_t>> torch_failures_pending_;
+  absl::flat_hash_set<uint64_t> torch_failures_recovered_;
   bool pinned_overflow_ = false;
 };
 

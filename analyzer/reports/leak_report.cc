@@ -28,7 +28,10 @@ LeakReport BuildLeakReport(const Analysis& a, const ReportOptions& options, Fram
     if (t.kind == format::Kind::kTorchBlock) r.tensor_requested_bytes += t.bytes;
   }
   for (const LeakGroup& g : a.leaks) {
-    if (g.pytorch_cache) r.pytorch_cache_driver_bytes += g.bytes;
+    if (g.pytorch_cache) {
+      r.pytorch_cache_driver_bytes += g.bytes;
+      r.pytorch_cache_driver_count += g.count;
+    }
   }
   const size_t n = std::min(a.leaks.size(), options.top);
   for (size_t i = 0; i < n; ++i) {

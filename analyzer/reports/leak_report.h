@@ -44,6 +44,7 @@ struct LeakReport {
   uint64_t pytorch_reserved_bytes = 0;  // reserved_bytes.all.current at the end
   uint64_t pytorch_cached_bytes = 0;    // reserved - allocated at the end: the cache PyTorch kept
   uint64_t pytorch_cache_driver_bytes = 0;  // live driver memory in groups marked pytorch_cache
+  uint64_t pytorch_cache_driver_count = 0;
 };
 
 LeakReport BuildLeakReport(const Analysis& analysis, const ReportOptions& options, FrameResolver& resolver);

@@ -48,6 +48,8 @@ OomReport BuildOomReport(const Analysis& a, const ReportOptions& options, FrameR
         o.other_count -= g.count;
       }
     }
+    o.recovered = rec.recovered;
+    if (o.recovered) ++r.recovered;
     if (rec.has_torch) {
       o.has_verdict = true;
       o.verdict = JudgeOom(e.size, e.has_mem_info, e.free_bytes, e.total_bytes, rec.torch,

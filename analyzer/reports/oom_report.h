@@ -47,6 +47,8 @@ struct OomEntry {
   // PyTorch's caching allocator asked (the trace has its layer): its state then, and the verdict.
   bool has_verdict = false;
   OomVerdict verdict;
+  // PyTorch's allocator released cache, asked again and served the request: not a failure the program saw.
+  bool recovered = false;
 };
 
 // A TORCH_OOM: PyTorch's caching allocator gave up (after releasing what cache it could).
@@ -80,6 +82,14 @@ struct ReplayCheck {
 struct OomReport {
   std::vector<OomEntry> ooms;  // in replay order
   uint64_t total = 0;          // failed allocations in the trace (ooms may hold fewer: see AnalyzeOptions)
+  uint64_t recovered = 0;      // of those kept in `ooms`, the ones PyTorch's allocator recovered from
+  // The last entry of `ooms` that was not recovered from, or nullptr.
+  const OomEntry* LastFailure() const {
+    for (auto it = ooms.rbegin(); it != ooms.rend(); ++it) {
+      if (!it->recovered) return &*it;
+    }
+    return nullptr;
+  }
   TorchLayerSummary torch_layer;
   std::vector<TorchOomEntry> torch_ooms;  // in replay order
   uint64_t torch_total = 0;

@@ -2,7 +2,9 @@
 // the recorded run exactly (every segment the allocator made or released, every block's address, the OOM at the
 // same request: the trace's own allocator events are the oracle), and its reserved peak must equal PyTorch's own
 // reserved_bytes.all.peak in the truth file (tolerance zero).
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/golden/golden_support.h"
@@ -112,6 +114,48 @@ TEST(WhatIfOom, AnotherProcessIsTheCauseAndTheReplayShowsIt) {
     EXPECT_EQ(c["reserved_peak"].uinteger(), truth["whatif"][0]["reserved_peak"].uinteger());
   }
   EXPECT_TRUE(without);
+}
+
+// The default report leads with the answer and fits one screen (60 lines), on every real trace shipped. The OOM
+// traces (their truths hold PyTorch's OOM; leaky's program plants a 2^50-byte request) open with "Out of memory:" right
+// after the process lines.
+TEST(DefaultReport, LeadsWithTheAnswerInOneScreen) {
+  const std::vector<std::pair<std::string, bool>> examples = {
+      {"story_oom_blocks_h100", true},  {"story_oom_h200", true},          {"frag_oom_h100", true},
+      {"whatif_holes_h100", true},      {"whatif_live_h100", true},        {"whatif_steps_other_h100", true},
+      {"story_leak_blocks_h100", false}, {"story_leak_h200", false},       {"gpt2_blocks_h100", false},
+      {"gpt2_blocks_expandable_h100", false}, {"dataloader_pin_h200", false}, {"ddp_rank0_h200", false},
+      {"ddp_rank1_h200", false},        {"leaky_h200", true},  // its planted cudaMalloc(2^50)
+                  {"torch_train_pinned_h200", false},
+      {"whatif_steps_alone_h100", false}};
+  for (const auto& [name, oom] : examples) {
+    const test::ToolResult r = test::Tool({Example(name + ".pb")});
+    ASSERT_EQ(r.code, kExitOk) << name << ": " << r.err;
+    std::vector<std::string> lines;
+    std::stringstream text(r.out);
+    for (std::string line; std::getline(text, line);) lines.push_back(line);
+    EXPECT_LE(lines.size(), 60u) << name;
+    // The process block ends at the first empty line; the answer comes next.
+    size_t first = 0;
+    while (first < lines.size() && !lines[first].empty()) ++first;
+    ASSERT_LT(first + 1, lines.size()) << name;
+    EXPECT_EQ(lines[first + 1].rfind("Out of memory:", 0) == 0, oom) << name << ": " << lines[first + 1];
+  }
+}
+
+// story_oom's first cudaMalloc refusal was followed by PyTorch releasing its cache and being served: PyTorch counts
+// it among its retries (num_alloc_retries) but not among its OOMs; it is not a failure.
+TEST(DefaultReport, RecoveredDriverFailuresAreNotFailures) {
+  const JsonValue stats = Truth("story_oom_blocks_h100_truth.json")["memory_stats"];
+  const JsonValue oom = Report({"oom", Example("story_oom_blocks_h100.pb")});
+  uint64_t recovered = 0;
+  for (const JsonValue& e : oom["ooms"].array()) recovered += e["recovered"].boolean() ? 1 : 0;
+  EXPECT_EQ(recovered, stats["num_alloc_retries"].uinteger() - stats["num_ooms"].uinteger());
+  EXPECT_EQ(oom["recovered_count"].uinteger(), recovered);
+  const test::ToolResult text = test::Tool({Example("story_oom_blocks_h100.pb")});
+  EXPECT_NE(text.out.find("Failed allocations: 2 (and 1 that PyTorch's allocator recovered from"), std::string::npos)
+      << text.out;
+  EXPECT_EQ(text.out.find("Leaks: 78"), std::string::npos) << text.out;  // the cache is not a leak
 }
 
 // story_oom's OOM: PyTorch's message says how much of the card was free ("of which 166.19 MiB is free"); the

@@ -139,10 +139,12 @@ void WriteOoms(JsonWriter& w, const OomReport& r) {
     w.Member("other_bytes", o.other_bytes);
     w.Member("other_count", o.other_count);
     if (o.has_verdict) WriteVerdictJson(w, o.verdict);
+    w.Member("recovered", o.recovered);
     w.EndObject();
   }
   w.EndArray();
   w.Member("oom_count", r.total);
+  w.Member("recovered_count", r.recovered);
   WriteTorchOomsJson(w, r);
 }
 

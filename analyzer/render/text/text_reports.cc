@@ -99,9 +99,11 @@ void AppendPeakSection(const PeakSection& s, std::string* out) {
   out->push_back('\n');
 }
 
-void AppendPeakTable(const PeakReport& r, std::string* out) {
+// `with_address_space`: also the kinds that are not memory (address reservations, mappings).
+void AppendPeakTable(const PeakReport& r, bool with_address_space, std::string* out) {
   const std::vector<const PeakSection*> memory = OrderedSections(r, true, false);
-  const std::vector<const PeakSection*> address_space = OrderedSections(r, false, true);
+  const std::vector<const PeakSection*> address_space =
+      with_address_space ? OrderedSections(r, false, true) : std::vector<const PeakSection*>{};
   if (memory.empty() && address_space.empty()) {
     absl::StrAppend(out, "No allocations traced.\n\n");
     return;
@@ -147,8 +149,11 @@ void AppendReplayChecks(const OomReport& r, std::string* out) {
 }
 
 void AppendOom(const OomEntry& o, bool details, std::string* out) {
-  absl::StrAppendFormat(out, "seq %d at %s: %s of %s on %s (%s) failed: %s (%d)\n", o.seq, Seconds(o.time_ns),
-                        o.api, HumanBytes(o.requested_bytes), DeviceName(o.device), o.kind, o.error, o.error_code);
+  absl::StrAppendFormat(out, "seq %d at %s: %s of %s on %s (%s) failed: %s (%d)%s\n", o.seq, Seconds(o.time_ns),
+                        o.api, HumanBytes(o.requested_bytes), DeviceName(o.device), o.kind, o.error, o.error_code,
+                        o.recovered ? "; PyTorch's allocator then released cache, asked again and was served: "
+                                      "not a failure the program saw"
+                                    : "");
   if (o.has_mem_info) {
     absl::StrAppendFormat(out, "  driver: %s free of %s\n", HumanBytes(o.free_bytes), HumanBytes(o.total_bytes));
   } else {
@@ -249,9 +254,28 @@ void AppendLeakTotals(const LeakReport& r, std::string* out) {
 
 std::string LeakHeadline(const LeakReport& r) {
   if (r.totals.empty()) return "Leaks: nothing live at the end of the trace.\n";
-  return absl::StrFormat("Leaks: %s in %s live at the end of the trace%s\n", HumanBytes(r.memory_bytes),
-                         Plural(r.memory_count, "allocation", "allocations"),
-                         r.clean_end ? "" : " (it has no clean end: the process may still have freed them)");
+  const char* end = r.clean_end ? "" : " (it has no clean end: the process may still have freed them)";
+  if (r.pytorch_cache_driver_bytes == 0) {
+    return absl::StrFormat("Leaks: %s in %s live at the end of the trace%s\n", HumanBytes(r.memory_bytes),
+                           Plural(r.memory_count, "allocation", "allocations"), end);
+  }
+  // PyTorch's cached segments are its cache, and its tensors are counted above them: what is left is other memory.
+  const uint64_t bytes = r.memory_bytes - std::min(r.memory_bytes, r.pytorch_cache_driver_bytes);
+  const uint64_t count = r.memory_count - std::min(r.memory_count, r.pytorch_cache_driver_count);
+  if (count == 0) return absl::StrFormat("Leaks: none beyond PyTorch's tensors and its cache%s\n", end);
+  return absl::StrFormat("Leaks beyond PyTorch's tensors and its cache: %s in %s live at the end of the trace%s\n",
+                         HumanBytes(bytes), Plural(count, "allocation", "allocations"), end);
+}
+
+// "Failed allocations: 1 (and 2 that PyTorch's allocator recovered from)".
+std::string FailureCount(const OomReport& r) {
+  const uint64_t failed = r.total - std::min(r.total, r.recovered);
+  std::string out = absl::StrCat("Failed allocations: ", failed == 0 ? std::string("none") : absl::StrCat(failed));
+  if (r.recovered != 0) {
+    absl::StrAppend(&out, " (and ", r.recovered,
+                    " that PyTorch's allocator recovered from by releasing its cache: not failures)");
+  }
+  return out;
 }
 
 void AppendSpike(const PinnedSpike& s, std::string* out) {
@@ -311,7 +335,7 @@ void AppendHealth(const Overview& o, std::string* out) {
 std::string PeakText(const Overview& o, const PeakReport& r) {
   std::string out;
   AppendTraceLine(o, &out);
-  AppendPeakTable(r, &out);
+  AppendPeakTable(r, true, &out);
   AppendPhasesText(r.phases, r.start_ns, &out);
   for (const PeakSection* s : OrderedSections(r, true, false)) AppendPeakSection(*s, &out);
   AppendTorchLayerNote(r.torch_layer, &out);
@@ -355,10 +379,12 @@ std::string OomText(const Overview& o, const OomReport& r) {
     }
   }
   if (r.total == 0) return out;
-  if (!r.ooms.empty()) out += OomDiagnosis(r.ooms.back());
-  if (r.total > 1 && !r.ooms.empty()) absl::StrAppend(&out, "(that was the last of them)\n");
+  if (const OomEntry* last = r.LastFailure(); last != nullptr) {
+    out += OomDiagnosis(*last);
+    if (r.total - r.recovered > 1) absl::StrAppend(&out, "(that was the last of them)\n");
+  }
   out += "\n";
-  absl::StrAppend(&out, Plural(r.total, "failed allocation", "failed allocations"));
+  absl::StrAppend(&out, FailureCount(r));
   if (r.ooms.size() < r.total) absl::StrAppendFormat(&out, " (%d kept: the first and the last)", r.ooms.size());
   absl::StrAppend(&out, "\n\n");
   for (const OomEntry& e : r.ooms) {
@@ -396,49 +422,48 @@ std::string PinnedText(const Overview& o, const PinnedReport& r) {
 std::string SummaryText(const Overview& o, const SummaryReport& r) {
   std::string out;
   AppendProcess(o, &out);
-  AppendPeakTable(r.peak, &out);
+  // The answer first: why it ran out of memory, then what it leaked.
+  // Only a request refused for lack of memory is an out-of-memory (a refused capability probe is not).
+  const OomEntry* failure = r.ooms.LastFailure();
+  if (failure != nullptr && !failure->out_of_memory) failure = nullptr;
+  if (!r.ooms.torch_ooms.empty()) {
+    const TorchOomEntry& last = r.ooms.torch_ooms.back();
+    absl::StrAppend(&out, "Out of memory: ", DeviceName(last.device), ": PyTorch ran out of memory: ",
+                    VerdictText(last.verdict, last.tensors), "\n");
+    AppendReplayChecks(r.ooms, &out);
+  } else if (failure != nullptr) {
+    absl::StrAppend(&out, "Out of memory: ", OomDiagnosis(*failure));
+  }
+  if (r.leaks.torch_layer.present) out += TorchLeakDiagnosis(r.leaks);
+  out += LeakHeadline(r.leaks);
+  out.push_back('\n');
+
+  AppendPeakTable(r.peak, false, &out);
   AppendPhasesText(r.peak.phases, r.peak.start_ns, &out);
-  for (const PeakSection* s : OrderedSections(r.peak, false, false)) AppendPeakSection(*s, &out);
+  // One listing per device: what was live at its total peak, or, with PyTorch's tensors traced, at their peak (the
+  // segments holding them are the same memory, listed by the allocator's own frames). `peak` lists every kind; the
+  // owners table below names the other holders, and the pinned line the host's.
+  for (const PeakSection* s : OrderedSections(r.peak, true, false)) {
+    if (s->device == format::kHostDevice) continue;
+    const bool torch = r.peak.torch_layer.present && s->series == static_cast<int>(format::Kind::kTorchBlock);
+    const bool total = !r.peak.torch_layer.present && s->series == kDeviceTotalSeries;
+    if (torch || total) AppendPeakSection(*s, &out);
+  }
   AppendTorchLayerNote(r.peak.torch_layer, &out);
-  AppendTorchPeaks(r.peak.torch, false, &out);
+  AppendTorchPeakFigures(r.peak.torch, &out);
   AppendOwnersText(r, &out);
   AppendDriverMemoryText(r, &out);
 
-  if (r.leaks.torch_layer.present) out += TorchLeakDiagnosis(r.leaks);
-  out += LeakHeadline(r.leaks);
-  if (!r.leaks.top.empty()) {
-    const LeakEntry& e = r.leaks.top.front();
-    absl::StrAppendFormat(&out, "  the largest: %s in %s (%s, %s), %s; live at each quarter: %s\n",
-                          HumanBytes(e.bytes), Plural(e.count, "allocation", "allocations"), DeviceName(e.device),
-                          e.kind, GroupLabelText(e.label, e.stack_id), GrowthText(e.growth));
-    AppendStack(e.frames, e.view, kFrameIndent, &out);
-  }
-  out.push_back('\n');
-
-  if (!r.ooms.torch_ooms.empty()) {
-    absl::StrAppendFormat(&out, "PyTorch's allocator ran out of memory %s; the last:\n",
-                          Plural(r.ooms.torch_total, "time", "times"));
-    AppendTorchOom(r.ooms.torch_ooms.back(), false, &out);
-    out.push_back('\n');
-  }
-  if (r.ooms.total == 0) {
-    absl::StrAppend(&out, "Failed allocations: none\n\n");
-  } else {
-    absl::StrAppendFormat(&out, "Failed allocations: %d; the last:\n", r.ooms.total);
-    absl::StrAppend(&out, "  ", OomDiagnosis(r.ooms.ooms.back()));
-    AppendOom(r.ooms.ooms.back(), false, &out);
-    out.push_back('\n');
-  }
-
+  absl::StrAppend(&out, FailureCount(r.ooms), "\n");
   if (r.pinned.allocations == 0) {
-    absl::StrAppend(&out, "Pinned host memory: none\n\n");
+    absl::StrAppend(&out, "Pinned host memory: none\n");
   } else {
     absl::StrAppendFormat(&out, "Pinned host memory: peak %s at %s\n", HumanBytes(r.pinned.peak_bytes),
                           Seconds(r.pinned.peak_time_ns));
-    if (!r.pinned.spikes.empty()) AppendSpike(r.pinned.spikes.front(), &out);
-    out.push_back('\n');
   }
   AppendHealth(o, &out);
+  absl::StrAppend(&out, "Details: cumem-analyze peak|leaks|oom|pinned ", Printable(o.info->path),
+                  " (--top N, --frames N for more)\n");
   return out;
 }
 

@@ -49,19 +49,27 @@ void AppendTorchLayerNote(const TorchLayerSummary& l, std::string* out) {
   absl::StrAppend(out, "; allocated bytes are ESTIMATES (", absl::StrJoin(why, "; "), ")\n");
 }
 
+namespace {
+
+void AppendTorchFigures(const TorchPeakSection& s, std::string* out) {
+  absl::StrAppendFormat(out,
+                        "%s, PyTorch tensors: allocated peak %s in %s at %s (requested bytes peak %s); "
+                        "reserved peak %s at %s, of which %s allocated and %s reserved but unallocated\n",
+                        DeviceName(s.device), HumanBytes(s.allocated_peak_bytes),
+                        Plural(s.allocated_peak_count, "tensor", "tensors"), Seconds(s.allocated_peak_time_ns),
+                        HumanBytes(s.requested_peak_bytes), HumanBytes(s.reserved_peak_bytes),
+                        Seconds(s.reserved_peak_time_ns), HumanBytes(s.allocated_at_reserved_peak),
+                        HumanBytes(s.unallocated_at_reserved_peak));
+  absl::StrAppendFormat(out, "  at the end: %s allocated in %s, %s reserved, largest cached free block %s\n",
+                        HumanBytes(s.at_end.allocated_bytes), Plural(s.at_end.allocations, "tensor", "tensors"),
+                        HumanBytes(s.at_end.reserved_bytes), HumanBytes(s.at_end.largest_free_block));
+}
+
+}  // namespace
+
 void AppendTorchPeaks(const std::vector<TorchPeakSection>& sections, bool details, std::string* out) {
   for (const TorchPeakSection& s : sections) {
-    absl::StrAppendFormat(out,
-                          "%s, PyTorch tensors: allocated peak %s in %s at %s (requested bytes peak %s); "
-                          "reserved peak %s at %s, of which %s allocated and %s reserved but unallocated\n",
-                          DeviceName(s.device), HumanBytes(s.allocated_peak_bytes),
-                          Plural(s.allocated_peak_count, "tensor", "tensors"), Seconds(s.allocated_peak_time_ns),
-                          HumanBytes(s.requested_peak_bytes), HumanBytes(s.reserved_peak_bytes),
-                          Seconds(s.reserved_peak_time_ns), HumanBytes(s.allocated_at_reserved_peak),
-                          HumanBytes(s.unallocated_at_reserved_peak));
-    absl::StrAppendFormat(out, "  at the end: %s allocated in %s, %s reserved, largest cached free block %s\n",
-                          HumanBytes(s.at_end.allocated_bytes), Plural(s.at_end.allocations, "tensor", "tensors"),
-                          HumanBytes(s.at_end.reserved_bytes), HumanBytes(s.at_end.largest_free_block));
+    AppendTorchFigures(s, out);
     if (!s.at_allocated_peak.empty()) {
       absl::StrAppend(out, "  tensors live at the allocated peak:\n");
       AppendGroups(s.at_allocated_peak, s.allocated_peak_other_bytes, s.allocated_peak_other_count,
@@ -74,6 +82,11 @@ void AppendTorchPeaks(const std::vector<TorchPeakSection>& sections, bool detail
     }
     out->push_back('\n');
   }
+}
+
+void AppendTorchPeakFigures(const std::vector<TorchPeakSection>& sections, std::string* out) {
+  for (const TorchPeakSection& s : sections) AppendTorchFigures(s, out);
+  if (!sections.empty()) out->push_back('\n');
 }
 
 // What is still short when the cause alone would not make room.

@@ -17,6 +17,8 @@ namespace cumemtrace::analyzer {
 void AppendTorchLayerNote(const TorchLayerSummary& layer, std::string* out);
 // The tensor/reserved peak of each device with what was live, grouped.
 void AppendTorchPeaks(const std::vector<TorchPeakSection>& sections, bool details, std::string* out);
+// Only their figures (two lines per device), for the summary.
+void AppendTorchPeakFigures(const std::vector<TorchPeakSection>& sections, std::string* out);
 // "fragmentation: ...", "live tensors: ...", "memory outside PyTorch: ..." (no newline).
 std::string VerdictText(const OomVerdict& verdict, const std::vector<ResolvedGroup>& tensors);
 // One TORCH_OOM: the verdict, PyTorch's figures, and (details) the tensors live then by group and Python frame.
