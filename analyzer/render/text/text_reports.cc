@@ -278,12 +278,13 @@ std::string FailureCount(const OomReport& r) {
   return out;
 }
 
-void AppendSpike(const PinnedSpike& s, std::string* out) {
+// The spike's line, and its stack unless `line_only` (the summary's: the line names the place already).
+void AppendSpike(const PinnedSpike& s, std::string* out, bool line_only = false) {
   absl::StrAppendFormat(out, "  +%s in %s .. %s (%s -> %s), mostly by thread %s: %s %s\n",
                         HumanBytes(s.rise_bytes), Seconds(s.start_ns), Seconds(s.end_ns), HumanBytes(s.start_bytes),
                         HumanBytes(s.max_bytes), ThreadLabel(s.thread, s.thread_name), HumanBytes(s.allocated_bytes),
                         GroupLabelText(s.label, s.stack_id));
-  AppendStack(s.stack, s.view, kFrameIndent, out);
+  if (!line_only) AppendStack(s.stack, s.view, kFrameIndent, out);
 }
 
 void AppendHealth(const Overview& o, std::string* out) {
@@ -460,6 +461,7 @@ std::string SummaryText(const Overview& o, const SummaryReport& r) {
   } else {
     absl::StrAppendFormat(&out, "Pinned host memory: peak %s at %s\n", HumanBytes(r.pinned.peak_bytes),
                           Seconds(r.pinned.peak_time_ns));
+    if (!r.pinned.spikes.empty()) AppendSpike(r.pinned.spikes.front(), &out, true);
   }
   AppendHealth(o, &out);
   absl::StrAppend(&out, "Details: cumem-analyze peak|leaks|oom|pinned ", Printable(o.info->path),

@@ -381,11 +381,20 @@ TEST_F(Cli, TextReports) {
   EXPECT_NE(s.find("process     pid 4242  python train.py"), std::string::npos) << s;
   EXPECT_NE(s.find("started 2025-11-22 01:52:03 UTC   ran 0.100 s"), std::string::npos) << s;
   EXPECT_NE(s.find("device 0  NVIDIA H200  139.7 GiB"), std::string::npos) << s;
-  EXPECT_NE(s.find("device 0, device: peak 650 B at 0.005 s, 3 allocations live"), std::string::npos) << s;
-  EXPECT_NE(s.find("Address space (not memory)  kind                peak       at  live  at the end\n"
-                   "device 0                    address_reserve  1.0 GiB  0.030 s     1     1.0 GiB\n"),
+  // The answer first: the failed request, then the leak.
+  EXPECT_NE(s.find("devices     device 0  NVIDIA H200  139.7 GiB\n\nOut of memory: device 0 ran out of memory at "
+                   "torch::train()"),
             std::string::npos)
       << s;
+  // The summary lists each device's total peak; `peak` every kind, and the address space.
+  EXPECT_NE(s.find("device 0, total device memory: peak 1.3 KiB at 0.007 s, 3 allocations live"), std::string::npos)
+      << s;
+  const std::string peak = Tool({"peak", path()}).out;
+  EXPECT_NE(peak.find("device 0, device: peak 650 B at 0.005 s, 3 allocations live"), std::string::npos) << peak;
+  EXPECT_NE(peak.find("Address space (not memory)  kind                peak       at  live  at the end\n"
+                      "device 0                    address_reserve  1.0 GiB  0.030 s     1     1.0 GiB\n"),
+            std::string::npos)
+      << peak;
   EXPECT_NE(s.find("Peak memory  kind             peak       at  live  at the end\n"
                    "device 0     total         1.3 KiB  0.007 s     3       350 B\n"
                    "device 0     device          650 B  0.005 s     3       350 B\n"
@@ -393,21 +402,21 @@ TEST_F(Cli, TextReports) {
                    "host         pinned_host  12.0 KiB  0.010 s     2     8.0 KiB\n"),
             std::string::npos)
       << s;
-  EXPECT_NE(Tool({path(), "--group-by", "stack"}).out.find("       350 B   53.8%  2 allocations     stack #3\n"
+  EXPECT_NE(Tool({"peak", path(), "--group-by", "stack"}).out.find("       350 B   53.8%  2 allocations     stack #3\n"
                    "        ?? (libtorch.so+0x200)\n"
                    "        torch::train()  (libtorch.so)\n"),
             std::string::npos)
       << s;
   // By default the same group is keyed by its innermost frame outside the runtime: the scenario has no user code.
-  EXPECT_NE(s.find("       350 B   53.8%  2 allocations     no user frame; in ?? (libtorch.so+0x200)  (stack #3)\n"
-                   "        ?? (libtorch.so+0x200)\n"),
+  EXPECT_NE(peak.find("       350 B   53.8%  2 allocations     no user frame; in ?? (libtorch.so+0x200)  (stack #3)\n"
+                      "        ?? (libtorch.so+0x200)\n"),
             std::string::npos)
-      << s;
+      << peak;
   EXPECT_NE(s.find("Leaks: 8.3 KiB in 3 allocations live at the end of the trace"), std::string::npos) << s;
   EXPECT_NE(s.find("Failed allocations: 1"), std::string::npos) << s;
-  EXPECT_NE(s.find("cudaMalloc of 1.0 TiB on device 0 (device) failed: CUDA_ERROR_OUT_OF_MEMORY (2)"),
-            std::string::npos)
-      << s;
+  EXPECT_NE(Tool({"oom", path()}).out.find("cudaMalloc of 1.0 TiB on device 0 (device) failed: "
+                                          "CUDA_ERROR_OUT_OF_MEMORY (2)"),
+            std::string::npos);
   EXPECT_NE(s.find("Pinned host memory: peak 12.0 KiB at 0.010 s"), std::string::npos) << s;
   EXPECT_NE(s.find("mostly by thread pt_data_pin (#1): 12.0 KiB"), std::string::npos) << s;
   EXPECT_NE(s.find("Health: 13 events read; the tool wrote 13 events, dropped 0, 2 unwind failures"),
