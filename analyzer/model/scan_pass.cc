@@ -176,6 +176,10 @@ TorchAtFailure ScanPass::AtFailure(int32_t device) {
 void ScanPass::ApplyTorch(const Event& event, uint64_t index) {
   a_.allocator.events = true;
   layer_.Apply(event, index);
+  if (phases_.active()) {
+    const auto [allocated, requested] = layer_.TensorBytes(event.device);
+    phases_.TorchTensors(event.device, allocated, requested, event.api == format::Api::kTorchAlloc);
+  }
   if (event.api == format::Api::kTorchAlloc || event.api == format::Api::kTorchOom) {
     if (auto pending = torch_failures_pending_.find(event.device); pending != torch_failures_pending_.end()) {
       if (event.api == format::Api::kTorchAlloc) {

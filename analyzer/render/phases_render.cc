@@ -29,9 +29,9 @@ void AppendPhasesText(const PhaseResults& phases, int64_t start_ns, std::string*
     const std::string first_at = Seconds(std::max<int64_t>(0, SaturatingSub(s.first_ns, start_ns)));
     bool first = true;
     for (const PhasePeak& p : s.peaks) {
-      if (p.series != kDeviceTotalSeries && p.series != kTorchReservedSeries &&
+      if (p.series != kDeviceTotalSeries && p.series != kTorchAllocatedSeries &&
           !(p.device == format::kHostDevice && p.peak_bytes > 0)) {
-        continue;  // the device total (and PyTorch's reserved bytes, pinned host memory) say it; kinds in JSON
+        continue;  // the device total (and PyTorch's tensors, pinned host memory) say it; every kind in JSON
       }
       rows.push_back({first ? Printable(s.name) : "", first ? absl::StrCat(s.occurrences) : "",
                       first ? first_at : "", first ? Seconds(s.total_ns) : "",

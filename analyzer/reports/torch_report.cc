@@ -39,6 +39,41 @@ TorchLayerSummary BuildTorchLayerSummary(const Analysis& a) {
   return s;
 }
 
+namespace {
+
+// Under --phase NAME, the phase's own peaks of PyTorch's figures replace the whole run's (a --window has no such
+// peaks: its figures stay the whole run's, which the phase-filter line says).
+void LimitToPhase(const PhaseResults& phases, TorchPeakSection* s) {
+  if (!phases.filter_active) return;
+  for (const PhaseSummary& summary : phases.phases) {
+    if (summary.name != phases.filter_label) continue;
+    s->phase = summary.name;
+    s->allocated_peak_bytes = s->requested_peak_bytes = s->reserved_peak_bytes = 0;
+    s->allocated_peak_time_ns = s->reserved_peak_time_ns = 0;
+    s->allocated_peak_seq = s->reserved_peak_seq = 0;
+    for (const PhasePeak& p : summary.peaks) {
+      if (p.device != s->device) continue;
+      if (p.series == kTorchAllocatedSeries) {
+        s->allocated_peak_bytes = p.peak_bytes;
+        s->allocated_peak_seq = p.at.seq;
+      } else if (p.series == kTorchRequestedSeries) {
+        s->requested_peak_bytes = p.peak_bytes;
+      } else if (p.series == kTorchReservedSeries) {
+        s->reserved_peak_bytes = p.peak_bytes;
+        s->reserved_peak_seq = p.at.seq;
+      }
+    }
+    s->at_allocated_peak.clear();
+    s->at_reserved_peak.clear();
+    s->allocated_peak_count = 0;
+    s->allocated_at_reserved_peak = 0;
+    s->unallocated_at_reserved_peak = 0;
+    return;
+  }
+}
+
+}  // namespace
+
 std::vector<TorchPeakSection> BuildTorchPeaks(const Analysis& a, const ReportOptions& options,
                                               FrameResolver& resolver) {
   std::vector<TorchPeakSection> out;
@@ -81,6 +116,7 @@ std::vector<TorchPeakSection> BuildTorchPeaks(const Analysis& a, const ReportOpt
       s.reserved_peak_groups = d.at_reserved_peak.group_count;
       OtherThan(d.at_reserved_peak, s.at_reserved_peak, &s.reserved_peak_other_bytes, &s.reserved_peak_other_count);
     }
+    LimitToPhase(a.phases, &s);
     out.push_back(std::move(s));
   }
   return out;

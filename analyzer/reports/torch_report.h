@@ -30,6 +30,9 @@ struct TorchLayerSummary {
 
 struct TorchPeakSection {
   int32_t device = 0;
+  // Under --phase NAME: the peaks below are the phase's (PyTorch's own peaks had they been reset as it opened), and
+  // the tensors live at the whole run's peaks are not listed. "" otherwise.
+  std::string phase;
   // allocated_bytes.all (extents of live tensors): peak, when, and the tensors live then.
   uint64_t allocated_peak_bytes = 0;
   int64_t allocated_peak_time_ns = 0;  // relative

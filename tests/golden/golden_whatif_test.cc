@@ -125,7 +125,7 @@ TEST(DefaultReport, LeadsWithTheAnswerInOneScreen) {
       {"whatif_holes_h100", true},      {"whatif_live_h100", true},        {"whatif_steps_other_h100", true},
       {"story_leak_blocks_h100", false}, {"story_leak_h200", false},       {"gpt2_blocks_h100", false},
       {"gpt2_blocks_expandable_h100", false}, {"dataloader_pin_h200", false}, {"ddp_rank0_h200", false},
-      {"ddp_rank1_h200", false},        {"leaky_h200", true},  // its planted cudaMalloc(2^50)
+      {"ddp_rank1_h200", false},        {"nvtx_phases_h100", false},        {"leaky_h200", true},  // its planted cudaMalloc(2^50)
                   {"torch_train_pinned_h200", false},
       {"whatif_steps_alone_h100", false}};
   for (const auto& [name, oom] : examples) {
@@ -156,6 +156,24 @@ TEST(DefaultReport, RecoveredDriverFailuresAreNotFailures) {
   EXPECT_NE(text.out.find("Failed allocations: 2 (and 1 that PyTorch's allocator recovered from"), std::string::npos)
       << text.out;
   EXPECT_EQ(text.out.find("Leaks: 78"), std::string::npos) << text.out;  // the cache is not a leak
+}
+
+// NVTX phases at tensor level: `peak --phase NAME --json` gives PyTorch's own allocated and requested peaks of the
+// phase (its truth read them after reset_peak_memory_stats() at the phase's start), and reserved too; the default
+// report says that validation peaked above training.
+TEST(Phases, TensorPeaksPerPhaseArePyTorchsOwn) {
+  const JsonValue truth = Truth("nvtx_phases_h100_truth.json");
+  for (const std::string phase : {"train", "validate"}) {
+    const JsonValue peak = Report({"peak", Example("nvtx_phases_h100.pb"), "--phase", phase});
+    const JsonValue& d = peak["allocator"]["devices"][0];
+    EXPECT_EQ(d["phase"].str(), phase);
+    EXPECT_EQ(d["allocated_peak_bytes"].uinteger(), truth["phase_peaks"][phase]["allocated"].uinteger()) << phase;
+    EXPECT_EQ(d["requested_peak_bytes"].uinteger(), truth["phase_peaks"][phase]["requested"].uinteger()) << phase;
+    EXPECT_EQ(d["reserved_peak_bytes"].uinteger(), truth["phases"][phase]["max_memory_reserved"].uinteger())
+        << phase;
+  }
+  const test::ToolResult text = test::Tool({Example("nvtx_phases_h100.pb")});
+  EXPECT_NE(text.out.find("Phase validate peaks above train:"), std::string::npos) << text.out;
 }
 
 // story_oom's OOM: PyTorch's message says how much of the card was free ("of which 166.19 MiB is free"); the

@@ -402,6 +402,12 @@ TorchFigures AllocatorLayer::Figures(int32_t device) const {
   return f;
 }
 
+std::pair<uint64_t, uint64_t> AllocatorLayer::TensorBytes(int32_t device) const {
+  auto it = devices_.find(device);
+  if (it == devices_.end()) return {0, 0};
+  return {it->second->stats.allocated_bytes.current, it->second->stats.requested_bytes.current};
+}
+
 const TorchBlock* AllocatorLayer::BlockAt(int32_t device, uint64_t address) const {
   auto d = devices_.find(device);
   if (d == devices_.end()) return nullptr;

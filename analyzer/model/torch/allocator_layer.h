@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -144,6 +145,8 @@ class AllocatorLayer {
   std::vector<const TorchDeviceStats*> Devices() const;
   const TorchDeviceStats* Find(int32_t device) const;
   TorchFigures Figures(int32_t device) const;
+  // Only the counters of live tensors (allocated_bytes and requested_bytes now): cheap, for every event.
+  std::pair<uint64_t, uint64_t> TensorBytes(int32_t device) const;
   // The block that starts at `address` on `device` now (allocated, pending or free), or nullptr.
   const TorchBlock* BlockAt(int32_t device, uint64_t address) const;
   // The segment/block map of `device` now, by address.

@@ -22,7 +22,12 @@ bool IsTorchSegmentShrink(format::Api api) {
 }  // namespace
 
 const char* PhaseSeriesName(int series) {
-  return series == kTorchReservedSeries ? "torch_reserved" : SeriesName(series);
+  switch (series) {
+    case kTorchReservedSeries: return "torch_reserved";
+    case kTorchAllocatedSeries: return "torch_allocated";
+    case kTorchRequestedSeries: return "torch_requested";
+    default: return SeriesName(series);
+  }
 }
 
 std::string PhaseFilter::Label() const {
@@ -101,6 +106,15 @@ void PhaseTracker::After(const Event& event, uint64_t index, const Timelines& ti
   }
 }
 
+void PhaseTracker::TorchTensors(int32_t device, uint64_t allocated, uint64_t requested, bool grew) {
+  torch_tensors_[device] = {allocated, requested};
+  if (!grew) return;
+  for (size_t i : open_summaries_) {
+    Raise(summaries_[i], device, kTorchAllocatedSeries, allocated, last_);
+    Raise(summaries_[i], device, kTorchRequestedSeries, requested, last_);
+  }
+}
+
 void PhaseTracker::Raise(PhaseSummary& s, int32_t device, int series, uint64_t bytes, const EventStamp& at) {
   for (PhasePeak& p : s.peaks) {
     if (p.device == device && p.series == series) {
@@ -135,6 +149,10 @@ void PhaseTracker::NameOpened(const std::string& name, int64_t time_ns, uint64_t
   }
   for (const auto& [device, bytes] : torch_reserved_) {
     if (bytes > 0) Raise(s, device, kTorchReservedSeries, bytes, last_);
+  }
+  for (const auto& [device, tensors] : torch_tensors_) {
+    if (tensors.first > 0) Raise(s, device, kTorchAllocatedSeries, tensors.first, last_);
+    if (tensors.second > 0) Raise(s, device, kTorchRequestedSeries, tensors.second, last_);
   }
 }
 

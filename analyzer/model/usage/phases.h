@@ -27,10 +27,14 @@
 
 namespace cumemtrace::analyzer {
 
-// A series beyond the timelines' own: PyTorch's reserved bytes (torch.segment_* events), per device.
+// Series beyond the timelines' own, per device: PyTorch's reserved bytes (torch.segment_* events), and its tensors'
+// allocated bytes (block extents) and requested bytes, as the allocator layer counts them: what
+// max_memory_reserved(), max_memory_allocated() and memory_stats()'s requested_bytes peak report.
 inline constexpr int kTorchReservedSeries = kNumSeries;
+inline constexpr int kTorchAllocatedSeries = kNumSeries + 1;
+inline constexpr int kTorchRequestedSeries = kNumSeries + 2;
 
-// "device", ..., "total", and "torch_reserved".
+// "device", ..., "total", "torch_reserved", "torch_allocated" and "torch_requested".
 const char* PhaseSeriesName(int series);
 
 struct PhaseFilter {
@@ -44,7 +48,7 @@ struct PhaseFilter {
 
 struct PhasePeak {
   int32_t device = 0;
-  int series = 0;             // a timelines series or kTorchReservedSeries
+  int series = 0;             // a timelines series or one of the kTorch*Series
   uint64_t peak_bytes = 0;
   EventStamp at;              // the event that reached it (or the last one before the phase opened)
 };
@@ -95,6 +99,9 @@ class PhaseTracker {
   void Before(const Event& event, uint64_t index, int64_t start_ns, Timelines& timelines);
   // After the memory model applied `event`: raises the open phases' peaks.
   void After(const Event& event, uint64_t index, const Timelines& timelines);
+  // After the allocator layer applied a TORCH_* event on `device`: its tensors' allocated and requested bytes now
+  // (`grew`: an allocation, which may raise the open phases' peaks).
+  void TorchTensors(int32_t device, uint64_t allocated, uint64_t requested, bool grew);
   // The filter's verdict for the event at `index` (always true without a filter).
   bool Inside(uint64_t index) const;
   // The innermost open range's path on `thread` (else the most recently opened range still open anywhere), or "".
@@ -138,6 +145,7 @@ class PhaseTracker {
   uint64_t order_ = 0;
   EventStamp last_;                                   // the last event applied
   absl::flat_hash_map<int32_t, uint64_t> torch_reserved_;
+  absl::flat_hash_map<int32_t, std::pair<uint64_t, uint64_t>> torch_tensors_;  // allocated, requested
   // The filter: whether it is open now, and the replay intervals [begin, end) it was open.
   bool gate_started_ = false;
   bool gate_open_ = false;

@@ -45,6 +45,7 @@ void WriteFigures(JsonWriter& w, const TorchFigures& f) {
 void WriteDevice(JsonWriter& w, const TorchPeakSection& s) {
   w.BeginObject();
   w.Member("device", s.device);
+  w.Member("phase", s.phase);  // under --phase NAME: the peaks are that phase's; "" for the whole run
   w.Member("allocated_peak_bytes", s.allocated_peak_bytes);
   w.Member("allocated_peak_time_ns", s.allocated_peak_time_ns);
   w.Member("allocated_peak_seq", s.allocated_peak_seq);

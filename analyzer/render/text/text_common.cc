@@ -130,11 +130,12 @@ std::string GroupLabelText(const GroupLabel& label, uint64_t stack_id) {
 }
 
 void AppendGroups(const std::vector<ResolvedGroup>& groups, uint64_t other_bytes, uint64_t other_count,
-                  uint64_t group_count, std::string* out) {
-  for (const ResolvedGroup& g : groups) {
+                  uint64_t group_count, std::string* out, size_t stacks) {
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const ResolvedGroup& g = groups[i];
     absl::StrAppendFormat(out, "  %10s %6.1f%%  %-16s  %s\n", HumanBytes(g.bytes), g.share * 100.0,
                           Plural(g.count, "allocation", "allocations"), GroupLabelText(g.label, g.stack_id));
-    AppendStack(g.frames, g.view, "        ", out);
+    if (i < stacks) AppendStack(g.frames, g.view, "        ", out);
   }
   if (other_count != 0 && group_count > groups.size()) {
     absl::StrAppendFormat(out, "  %10s in %s from %s more\n", HumanBytes(other_bytes),

@@ -35,8 +35,9 @@ std::string PythonFrameText(const Frame& frame);
 void AppendStack(const std::vector<Frame>& frames, const StackView& view, const std::string& indent,
                  std::string* out);
 // Appends groups, each "  bytes share count label" with its stack, and a line for the groups not listed.
+// `stacks`: how many of the groups get their stack printed (the others only their line, which names the place).
 void AppendGroups(const std::vector<ResolvedGroup>& groups, uint64_t other_bytes, uint64_t other_count,
-                  uint64_t group_count, std::string* out);
+                  uint64_t group_count, std::string* out, size_t stacks = SIZE_MAX);
 // What a group is keyed by, for the line that heads it: "at train.py:37 train_step", "no user frame; in
 // c10::...  (libc10_cuda.so)" or "stack #12", with "(3 stacks, the largest #12)" when it merged several.
 std::string GroupLabelText(const GroupLabel& label, uint64_t stack_id);

@@ -89,13 +89,13 @@ std::vector<const PeakSection*> OrderedSections(const PeakReport& r, bool with_t
   return out;
 }
 
-void AppendPeakSection(const PeakSection& s, std::string* out) {
+void AppendPeakSection(const PeakSection& s, std::string* out, size_t stacks = SIZE_MAX) {
   const std::string kind = s.series == kDeviceTotalSeries ? std::string("total device memory") : s.kind;
   absl::StrAppendFormat(out, "%s, %s: peak %s at %s, %s live (at the end: %s in %d)\n", DeviceName(s.device), kind,
                         HumanBytes(s.peak_bytes), Seconds(s.peak_time_ns),
                         Plural(s.peak_count, "allocation", "allocations"), HumanBytes(s.final_bytes),
                         s.final_count);
-  if (s.snapshot_taken) AppendGroups(s.top, s.other_bytes, s.other_count, s.group_count, out);
+  if (s.snapshot_taken) AppendGroups(s.top, s.other_bytes, s.other_count, s.group_count, out, stacks);
   out->push_back('\n');
 }
 
@@ -265,6 +265,40 @@ std::string LeakHeadline(const LeakReport& r) {
   if (count == 0) return absl::StrFormat("Leaks: none beyond PyTorch's tensors and its cache%s\n", end);
   return absl::StrFormat("Leaks beyond PyTorch's tensors and its cache: %s in %s live at the end of the trace%s\n",
                          HumanBytes(bytes), Plural(count, "allocation", "allocations"), end);
+}
+
+// When a later phase peaks above the first one (validation above training, the commonest surprise), one line saying
+// so: with PyTorch's tensors traced, by their allocated bytes; otherwise by the device total. "" otherwise.
+std::string PhasePeakHeadline(const PhaseResults& phases) {
+  if (phases.phases.size() < 2) return "";
+  auto peak_of = [](const PhaseSummary& s, int series, int32_t* device) {
+    uint64_t best = 0;
+    for (const PhasePeak& p : s.peaks) {
+      if (p.series == series && p.peak_bytes > best) {
+        best = p.peak_bytes;
+        *device = p.device;
+      }
+    }
+    return best;
+  };
+  int series = kTorchAllocatedSeries;
+  int32_t device = 0;
+  if (peak_of(phases.phases.front(), series, &device) == 0) series = kDeviceTotalSeries;
+  const PhaseSummary& first = phases.phases.front();
+  const uint64_t first_peak = peak_of(first, series, &device);
+  const PhaseSummary* highest = nullptr;
+  uint64_t highest_peak = first_peak;
+  for (size_t i = 1; i < phases.phases.size(); ++i) {
+    const uint64_t peak = peak_of(phases.phases[i], series, &device);
+    if (peak > highest_peak) {
+      highest = &phases.phases[i];
+      highest_peak = peak;
+    }
+  }
+  if (highest == nullptr) return "";
+  return absl::StrFormat("Phase %s peaks above %s: %s %s against %s\n", Printable(highest->name),
+                         Printable(first.name), HumanBytes(highest_peak),
+                         series == kTorchAllocatedSeries ? "of tensors" : "of device memory", HumanBytes(first_peak));
 }
 
 // "Failed allocations: 1 (and 2 that PyTorch's allocator recovered from)".
@@ -437,6 +471,7 @@ std::string SummaryText(const Overview& o, const SummaryReport& r) {
   }
   if (r.leaks.torch_layer.present) out += TorchLeakDiagnosis(r.leaks);
   out += LeakHeadline(r.leaks);
+  out += PhasePeakHeadline(r.peak.phases);
   out.push_back('\n');
 
   AppendPeakTable(r.peak, false, &out);
@@ -448,7 +483,8 @@ std::string SummaryText(const Overview& o, const SummaryReport& r) {
     if (s->device == format::kHostDevice) continue;
     const bool torch = r.peak.torch_layer.present && s->series == static_cast<int>(format::Kind::kTorchBlock);
     const bool total = !r.peak.torch_layer.present && s->series == kDeviceTotalSeries;
-    if (torch || total) AppendPeakSection(*s, &out);
+    // The largest group's stack; the others' lines name their place.
+    if (torch || total) AppendPeakSection(*s, &out, 1);
   }
   AppendTorchLayerNote(r.peak.torch_layer, &out);
   AppendTorchPeakFigures(r.peak.torch, &out);

@@ -39,6 +39,7 @@ def phase(name, device, body):
     torch.cuda.synchronize(device)
     figures = {"max_memory_reserved": torch.cuda.max_memory_reserved(device),
                "max_memory_allocated": torch.cuda.max_memory_allocated(device),
+               "requested_bytes_peak": torch.cuda.memory_stats(device)["requested_bytes.all.peak"],
                "memory_reserved_at_end": torch.cuda.memory_reserved(device)}
     torch.cuda.nvtx.range_pop()
     return figures
@@ -72,7 +73,10 @@ def main():
     phases = {"train": phase("train", device, train), "validate": phase("validate", device, validate)}
     truth = rc.base_truth("nvtx_phases", T0_MONO_NS, T0_UNIX_NS)
     truth.update(rc.torch_facts(torch, device))
-    truth.update({"phases": phases, "order": ["train", "validate"]})
+    truth.update({"phases": phases, "order": ["train", "validate"],
+                  # PyTorch's own tensor peaks of each phase, as `peak --phase NAME --json` must give them.
+                  "phase_peaks": {name: {"allocated": f["max_memory_allocated"],
+                                         "requested": f["requested_bytes_peak"]} for name, f in phases.items()}})
     for name, f in phases.items():
         print("nvtx_phases: %s max_memory_reserved %d max_memory_allocated %d" % (
             name, f["max_memory_reserved"], f["max_memory_allocated"]))

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "absl/strings/str_split.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -173,7 +175,8 @@ TEST_F(Exports, PprofLeaks) {
 }
 
 perfetto::Trace ReadPerfetto(const std::string& trace) {
-  const std::string out = ::testing::TempDir() + "/export.perfetto-trace";
+  // One name per process: CTest runs the tests of this file in parallel, and -o never replaces a file.
+  const std::string out = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_export.perfetto-trace";
   ToolResult r = Tool({"perfetto", trace, "-o", out});
   EXPECT_EQ(r.code, 0) << r.err;
   perfetto::Trace t;
