@@ -72,53 +72,44 @@ void WriteRunsOrRows(WireEncoder& e, uint32_t field, uint32_t runs_field, size_t
   e.End(mark);
 }
 
-}  // namespace
-
-bool WriteHeader(ByteBuffer* out, const HeaderInfo& h) {
-  PacketScope p(out, f::packet::kHeader);
-  WireEncoder& e = p.enc();
-  e.Fixed64(f::header::kMagic, format::kMagic);
+// The Header message's fields, in field order. `identity`: also what names the process and its machine (the tool's
+// version, the command line, the host name, the executable), which the copies repeated through the file leave out.
+void EncodeHeaderFields(WireEncoder& e, const HeaderInfo& h, bool identity) {
+  e.Fixed64(f::header::kMagic, format::kMagic);  // first: a reader looking for a copy looks for these bytes
   e.Uint64(f::header::kFormatVersion, format::kFormatVersion);
-  e.String(f::header::kToolVersion, h.tool_version);
+  if (identity) e.String(f::header::kToolVersion, h.tool_version);
   e.Int32(f::header::kPid, h.pid);
   e.Int32(f::header::kPpid, h.ppid);
-  for (int i = 0; i < h.argc; ++i) e.String(f::header::kArgv, h.argv[i]);
-  e.String(f::header::kHostname, h.hostname);
+  if (identity) {
+    for (int i = 0; i < h.argc; ++i) e.String(f::header::kArgv, h.argv[i]);
+    e.String(f::header::kHostname, h.hostname);
+  }
   e.Uint64(f::header::kClockId, 1);  // CLOCK_MONOTONIC
   e.Int64(f::header::kStartTimeNs, h.start_time_ns);
   e.Int64(f::header::kStartUnixTimeNs, h.start_unix_time_ns);
   e.Int32(f::header::kDriverVersion, h.driver_version);
   e.Uint64(f::header::kStackDepth, h.stack_depth);
   e.Uint64(f::header::kTorchStackDepth, h.torch_stack_depth);
-  e.String(f::header::kExecutable, h.executable);
+  if (identity) e.String(f::header::kExecutable, h.executable);
   if (h.rank >= 0) e.Int32Always(f::header::kRank, h.rank);
   if (h.local_rank >= 0) e.Int32Always(f::header::kLocalRank, h.local_rank);
   if (h.world_size >= 0) e.Int32Always(f::header::kWorldSize, h.world_size);
   e.Bool(f::header::kForkedChild, h.forked_child);
   e.Bool(f::header::kPythonFramesEnabled, h.python_frames_enabled);
   e.Bool(f::header::kCuptiEnabled, h.cupti_enabled);
+}
+
+}  // namespace
+
+bool WriteHeader(ByteBuffer* out, const HeaderInfo& h) {
+  PacketScope p(out, f::packet::kHeader);
+  EncodeHeaderFields(p.enc(), h, true);
   return p.Finish();
 }
 
 bool WriteHeaderCopy(ByteBuffer* out, const HeaderInfo& h) {
   PacketScope p(out, f::packet::kHeaderCopy);
-  WireEncoder& e = p.enc();
-  e.Fixed64(f::header::kMagic, format::kMagic);  // first: a reader looking for a copy looks for these bytes
-  e.Uint64(f::header::kFormatVersion, format::kFormatVersion);
-  e.Int32(f::header::kPid, h.pid);
-  e.Int32(f::header::kPpid, h.ppid);
-  e.Uint64(f::header::kClockId, 1);  // CLOCK_MONOTONIC
-  e.Int64(f::header::kStartTimeNs, h.start_time_ns);
-  e.Int64(f::header::kStartUnixTimeNs, h.start_unix_time_ns);
-  e.Int32(f::header::kDriverVersion, h.driver_version);
-  e.Uint64(f::header::kStackDepth, h.stack_depth);
-  e.Uint64(f::header::kTorchStackDepth, h.torch_stack_depth);
-  if (h.rank >= 0) e.Int32Always(f::header::kRank, h.rank);
-  if (h.local_rank >= 0) e.Int32Always(f::header::kLocalRank, h.local_rank);
-  if (h.world_size >= 0) e.Int32Always(f::header::kWorldSize, h.world_size);
-  e.Bool(f::header::kForkedChild, h.forked_child);
-  e.Bool(f::header::kPythonFramesEnabled, h.python_frames_enabled);
-  e.Bool(f::header::kCuptiEnabled, h.cupti_enabled);
+  EncodeHeaderFields(p.enc(), h, false);
   return p.Finish();
 }
 
