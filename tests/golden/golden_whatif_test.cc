@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/model/torch/allocator_whatif.h"
 #include "tests/golden/golden_support.h"
 
 namespace cumemtrace::analyzer::golden {
@@ -174,6 +175,17 @@ TEST(Phases, TensorPeaksPerPhaseArePyTorchsOwn) {
   }
   const test::ToolResult text = test::Tool({Example("nvtx_phases_h100.pb")});
   EXPECT_NE(text.out.find("Phase validate peaks above train:"), std::string::npos) << text.out;
+}
+
+// A replay made by the way holds a bounded number of allocator events: past it, the input is refused with a reason
+// (the default report then says to run whatif), never read into unbounded memory.
+TEST(WhatIfLimits, ReplayInputIsBounded) {
+  // gpt2_blocks: 3579 allocations, 3576 frees and 88 segments of device 0 (plus the events of other kinds).
+  const absl::StatusOr<ReplayInputPtr> small = ReadReplayInput(Example("gpt2_blocks_h100.pb"), 1000);
+  ASSERT_FALSE(small.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(small.status())) << small.status();
+  EXPECT_NE(small.status().message().find("cumem-analyze whatif"), absl::string_view::npos);
+  EXPECT_TRUE(ReadReplayInput(Example("gpt2_blocks_h100.pb"), 100000).ok());
 }
 
 // story_oom's OOM: PyTorch's message says how much of the card was free ("of which 166.19 MiB is free"); the

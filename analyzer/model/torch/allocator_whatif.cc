@@ -46,6 +46,7 @@ struct DriverFigure {
 
 class InputPass : public TraceVisitor {
  public:
+  explicit InputPass(size_t max_steps) : max_steps_(max_steps) {}
   void OnAllocatorAttach(const AllocatorAttachInfo& attach) override {
     if (!attached_) config_ = attach.config;
     attached_ = true;
@@ -98,16 +99,23 @@ class InputPass : public TraceVisitor {
       default:
         return;
     }
+    if (steps_.size() >= max_steps_) {
+      ++dropped_;  // over the limit: counted, not kept
+      return;
+    }
     steps_.push_back(s);
   }
 
   const std::string& config() const { return config_; }
   std::vector<Step>& steps() { return steps_; }
   std::vector<DriverFigure>& figures() { return figures_; }
+  uint64_t steps_seen() const { return steps_.size() + dropped_; }
 
  private:
   std::string config_;
   bool attached_ = false;
+  size_t max_steps_;
+  uint64_t dropped_ = 0;
   std::vector<Step> steps_;
   std::vector<DriverFigure> figures_;
   std::pair<uint64_t, uint64_t> last_malloc_{0, 0};  // (address, seq) of the last successful cudaMalloc
@@ -447,10 +455,15 @@ struct ReplayInput {
 
 void ReplayInputDeleter::operator()(ReplayInput* input) const { delete input; }
 
-absl::StatusOr<ReplayInputPtr> ReadReplayInput(const std::string& path) {
-  InputPass pass;
+absl::StatusOr<ReplayInputPtr> ReadReplayInput(const std::string& path, size_t max_events) {
+  InputPass pass(max_events);
   ReadStats stats;
   if (absl::Status s = ReadTrace(path, pass, &stats); !s.ok()) return s;
+  if (pass.steps_seen() > max_events) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the trace has ", pass.steps_seen(), " allocator events, more than the ", max_events,
+        " a replay made by the way holds (about 56 bytes each): run cumem-analyze whatif on it"));
+  }
   std::vector<Step>& all = pass.steps();
   // The device: that of the first OOM, else of the first request.
   const Step* first = nullptr;

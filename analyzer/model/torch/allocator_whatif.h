@@ -88,15 +88,16 @@ struct WhatIf {
 };
 
 // The requests and recorded allocator decisions of one device (that of the first OOM, else of the first request),
-// read once to be replayed under several options. Memory: about 48 bytes per allocator event of that device.
+// read once to be replayed under several options. Memory: about 56 bytes per allocator event of that device.
 struct ReplayInput;
 struct ReplayInputDeleter {
   void operator()(ReplayInput* input) const;
 };
 using ReplayInputPtr = std::unique_ptr<ReplayInput, ReplayInputDeleter>;
 
-// Errors are the reader's, or a trace without PyTorch's allocator events (InvalidArgument, one line).
-absl::StatusOr<ReplayInputPtr> ReadReplayInput(const std::string& path);
+// Errors are the reader's, a trace without PyTorch's allocator events (InvalidArgument, one line), or one with more
+// than `max_events` of them (ResourceExhausted: the memory a replay holds grows with them).
+absl::StatusOr<ReplayInputPtr> ReadReplayInput(const std::string& path, size_t max_events = SIZE_MAX);
 WhatIf ReplayWhatIf(const ReplayInput& input, const WhatIfOptions& options);
 
 // Reads `path` and replays its requests once.
