@@ -1,12 +1,21 @@
 // `cumem-analyze html TRACE.pb -o OUT`: one self-contained HTML page.
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "analyzer/commands/analyze_step.h"
 #include "analyzer/commands/command.h"
+#include "analyzer/commands/oom_replays.h"
 #include "analyzer/commands/timeline_export.h"
 #include "analyzer/export/html_data.h"
 #include "analyzer/export/html_report.h"
+#include "analyzer/model/stacks/frame_resolver.h"
+#include "analyzer/render/text/text_reports.h"
+#include "analyzer/reports/leak_report.h"
+#include "analyzer/reports/oom_report.h"
 
 namespace cumemtrace::analyzer {
 namespace {
+
+constexpr size_t kHtmlDiagnosisFrames = 5;
 
 // The page's title: the traced command line, else the trace's path.
 std::string Title(const Analysis& a) {
@@ -24,7 +33,15 @@ int Run(const CommandLine& cl, Console& console) {
   HtmlDataOptions options;
   options.grouping = cl.grouping;
   const Analysis& a = *m->analysis;
-  return console.WriteOutput(cl.output, HtmlReport(Title(a), HtmlData(a, m->history, options)));
+  // The diagnosis the summary opens with, first on the page.
+  FrameResolver resolver(a.stacks, a.symbols, a.python_frames);
+  const ReportOptions report_options = ReportOptionsFor(cl, kHtmlDiagnosisFrames);
+  OomReport ooms = BuildOomReport(a, report_options, resolver);
+  AddOomReplays(cl, &ooms);
+  const LeakReport leaks = BuildLeakReport(a, report_options, resolver);
+  HtmlExtras extras;
+  extras.diagnosis = absl::StrSplit(DiagnosisText(ooms, leaks, a.phases), '\n', absl::SkipEmpty());
+  return console.WriteOutput(cl.output, HtmlReport(Title(a), HtmlData(a, m->history, options, extras)));
 }
 
 }  // namespace

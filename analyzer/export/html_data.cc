@@ -193,6 +193,10 @@ std::string HtmlData(const Analysis& a, const History& h, const HtmlDataOptions&
   const TraceInfo& info = a.info;
   w.BeginObject();
   w.Member("version", 2);
+  w.Key("diagnosis");
+  w.BeginArray();
+  for (const std::string& line : extras.diagnosis) w.String(line);
+  w.EndArray();
   w.Key("info");
   w.BeginObject();
   w.Member("path", info.path);

@@ -23,6 +23,8 @@ struct HtmlDataOptions {
 };
 
 struct HtmlExtras {
+  // The diagnosis, one sentence a line (render/text: DiagnosisText), shown first on the page.
+  std::vector<std::string> diagnosis;
   // JSON value for the "allocator" member (segments and blocks per device over time), or "" when the trace has
   // none. Filled by the caching-allocator layer.
   std::string allocator_json;

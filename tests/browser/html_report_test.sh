@@ -69,6 +69,16 @@ if not any(k == "peak" for k, _ in quick) and report["device_totals"]:
 for k, boxes in quick:
     if int(boxes) <= 0:
         fail.append(f"{k} drew nothing")
+# The page opens with the diagnosis the text summary opens with (the lines between the process block and the peak
+# table), sentence for sentence.
+summary = subprocess.run([analyze, trace], capture_output=True, check=True, text=True).stdout.splitlines()
+first = summary.index("") + 1
+want = [l for l in summary[first:summary.index("", first)]]
+d = re.search(r'<div id="diagnosis">(.*?)</div>', text, re.S)
+got = [re.sub(r"<[^>]+>", "", p) for p in re.findall(r"<p>(.*?)</p>", d.group(1))] if d else []
+unescape = lambda s: s.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&").replace("&quot;", '"')
+if [unescape(g) for g in got] != want:
+    fail.append(f"diagnosis on the page {got} != the summary's {want}")
 console = [l for l in open(err, errors="replace") if ":CONSOLE" in l]
 if console:
     fail.append("console: " + " | ".join(console))

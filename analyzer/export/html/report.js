@@ -76,6 +76,8 @@
     ...D.devices.filter((d) => d.device >= 0).map((d) => `${devName(d.device)}: ${d.name} (${bytes(d.total_memory)})`),
     info.clean_end ? '' : 'no trailer: the process did not exit cleanly', `grouped by ${info.group_by}`];
   $('facts').textContent = facts.filter(Boolean).join(' · ');
+  // The answer first: the same sentences the text summary opens with.
+  for (const line of D.diagnosis || []) $('diagnosis').append(el('p', { text: line }));
   $('caps').textContent = 'Drawn: ' + D.caps.join('; ') + '.';
 
   // ---- timeline ----

@@ -454,24 +454,30 @@ std::string PinnedText(const Overview& o, const PinnedReport& r) {
   return out;
 }
 
-std::string SummaryText(const Overview& o, const SummaryReport& r) {
+std::string DiagnosisText(const OomReport& ooms, const LeakReport& leaks, const PhaseResults& phases) {
   std::string out;
-  AppendProcess(o, &out);
-  // The answer first: why it ran out of memory, then what it leaked.
+  // Why it ran out of memory, then what it leaked, then whether a later phase needed more than the first.
   // Only a request refused for lack of memory is an out-of-memory (a refused capability probe is not).
-  const OomEntry* failure = r.ooms.LastFailure();
+  const OomEntry* failure = ooms.LastFailure();
   if (failure != nullptr && !failure->out_of_memory) failure = nullptr;
-  if (!r.ooms.torch_ooms.empty()) {
-    const TorchOomEntry& last = r.ooms.torch_ooms.back();
+  if (!ooms.torch_ooms.empty()) {
+    const TorchOomEntry& last = ooms.torch_ooms.back();
     absl::StrAppend(&out, "Out of memory: ", DeviceName(last.device), ": PyTorch ran out of memory: ",
                     VerdictText(last.verdict, last.tensors), "\n");
-    AppendReplayChecks(r.ooms, &out);
+    AppendReplayChecks(ooms, &out);
   } else if (failure != nullptr) {
     absl::StrAppend(&out, "Out of memory: ", OomDiagnosis(*failure));
   }
-  if (r.leaks.torch_layer.present) out += TorchLeakDiagnosis(r.leaks);
-  out += LeakHeadline(r.leaks);
-  out += PhasePeakHeadline(r.peak.phases);
+  if (leaks.torch_layer.present) out += TorchLeakDiagnosis(leaks);
+  out += LeakHeadline(leaks);
+  out += PhasePeakHeadline(phases);
+  return out;
+}
+
+std::string SummaryText(const Overview& o, const SummaryReport& r) {
+  std::string out;
+  AppendProcess(o, &out);
+  out += DiagnosisText(r.ooms, r.leaks, r.peak.phases);  // the answer first
   out.push_back('\n');
 
   AppendPeakTable(r.peak, false, &out);
