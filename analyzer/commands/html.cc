@@ -33,7 +33,8 @@ int Run(const CommandLine& cl, Console& console) {
   HtmlDataOptions options;
   options.grouping = cl.grouping;
   const Analysis& a = *m->analysis;
-  // The diagnosis the summary opens with, first on the page.
+  // The diagnosis the summary opens with, first on the page (its groups are stacks: the page's model keeps one group
+  // per stack, and its tables regroup them).
   FrameResolver resolver(a.stacks, a.symbols, a.python_frames);
   const ReportOptions report_options = ReportOptionsFor(cl, kHtmlDiagnosisFrames);
   OomReport ooms = BuildOomReport(a, report_options, resolver);

@@ -15,6 +15,8 @@
 namespace cumemtrace::analyzer {
 namespace {
 
+constexpr size_t kMaxPhaseBands = 200;  // bands drawn; a page stays small on traces with a range per step
+
 constexpr size_t kMaxFrames = 256;
 
 class Interner {
@@ -310,6 +312,22 @@ std::string HtmlData(const Analysis& a, const History& h, const HtmlDataOptions&
       if (peak == &p) snap = static_cast<int64_t>(index);
     }
     w.Member("snapshot", snap);
+    w.EndObject();
+  }
+  w.EndArray();
+
+  // The program's phases (NVTX ranges), drawn as bands behind the timeline: the outermost ranges of each thread,
+  // the first kMaxPhaseBands of them.
+  w.Key("phases");
+  w.BeginArray();
+  size_t bands = 0;
+  for (const PhaseRange& range : a.phases.ranges) {
+    if (range.path != range.name || bands == kMaxPhaseBands) continue;
+    ++bands;
+    w.BeginObject();
+    w.Member("name", range.name);
+    w.Member("t0", info.Relative(range.begin_ns));
+    w.Member("t1", info.Relative(range.end_ns));
     w.EndObject();
   }
   w.EndArray();

@@ -70,8 +70,9 @@ for k, boxes in quick:
     if int(boxes) <= 0:
         fail.append(f"{k} drew nothing")
 # The page opens with the diagnosis the text summary opens with (the lines between the process block and the peak
-# table), sentence for sentence.
-summary = subprocess.run([analyze, trace], capture_output=True, check=True, text=True).stdout.splitlines()
+# table), sentence for sentence; the page's model keeps one group per stack, so the summary grouped so.
+summary = subprocess.run([analyze, trace, "--group-by", "stack"], capture_output=True, check=True,
+                         text=True).stdout.splitlines()
 first = summary.index("") + 1
 want = [l for l in summary[first:summary.index("", first)]]
 d = re.search(r'<div id="diagnosis">(.*?)</div>', text, re.S)
@@ -79,6 +80,10 @@ got = [re.sub(r"<[^>]+>", "", p) for p in re.findall(r"<p>(.*?)</p>", d.group(1)
 unescape = lambda s: s.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&").replace("&quot;", '"')
 if [unescape(g) for g in got] != want:
     fail.append(f"diagnosis on the page {got} != the summary's {want}")
+# Every outermost NVTX range of the trace is a band on the timeline (as drawn for the first series).
+ranges = [r for r in report.get("phase_ranges") or [] if "/" not in r.get("path", r.get("name", ""))]
+if int(attrs.get("phase-bands", "-1")) != min(len(ranges), 200):
+    fail.append(f"{attrs.get('phase-bands')} phase bands drawn, {len(ranges)} outermost ranges in the trace")
 console = [l for l in open(err, errors="replace") if ":CONSOLE" in l]
 if console:
     fail.append("console: " + " | ".join(console))

@@ -114,7 +114,7 @@
     }
     for (let i = 0; i <= 5; i++) ctx.fillText(secs((DUR * i) / 5), xOf((DUR * i) / 5, w) - 20, h - 6);
   }
-  const drawn = { points: 0, max: {} };
+  const drawn = { points: 0, max: {}, bands: 0 };
 
   function drawTimeline() {
     const s = seriesList[current];
@@ -127,6 +127,16 @@
     for (const p of driverPts) top = Math.max(top, p[2]);
     top *= 1.05;
     axes(ctx, w, h, top);
+    // The program's phases, as bands behind the memory, named at the top.
+    drawn.bands = 0;
+    (D.phases || []).forEach((p, i) => {
+      const x0 = xOf(p.t0, w), x1 = Math.max(xOf(p.t1, w), x0 + 1);
+      ctx.fillStyle = i % 2 ? 'rgba(120,120,220,0.10)' : 'rgba(220,160,60,0.12)';
+      ctx.fillRect(x0, PAD_T, x1 - x0, h - PAD_T - PAD_B);
+      ctx.fillStyle = '#555';
+      if (x1 - x0 > 30) ctx.fillText(p.name, x0 + 2, PAD_T + 10);
+      drawn.bands++;
+    });
     const yOf = (v) => h - PAD_B - (v / top) * (h - PAD_T - PAD_B);
     const bx = (i) => xOf(i * W, w);
     // Owners stacked, at each bucket's max (they add up to the max, so the peak drawn is the peak).
@@ -443,6 +453,7 @@
   check.dataset.blocked = blocked.join(' ');
   check.dataset.resources = resources;
   check.dataset.points = drawn.points;
+  check.dataset.phaseBands = drawn.bands;
   check.dataset.icicleBoxes = firstIcicle;
   check.dataset.seriesMax = Object.entries(drawn.max).map(([k, v]) => `${k}=${v}`).join(',');
   check.dataset.renderMs = (drawnAt - t0).toFixed(1);
