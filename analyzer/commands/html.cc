@@ -6,7 +6,9 @@
 #include "analyzer/commands/oom_replays.h"
 #include "analyzer/commands/timeline_export.h"
 #include "analyzer/export/html_data.h"
+#include "analyzer/export/allocator_map_json.h"
 #include "analyzer/export/html_report.h"
+#include "analyzer/model/torch/allocator_map.h"
 #include "analyzer/model/stacks/frame_resolver.h"
 #include "analyzer/render/text/text_reports.h"
 #include "analyzer/reports/leak_report.h"
@@ -16,6 +18,7 @@ namespace cumemtrace::analyzer {
 namespace {
 
 constexpr size_t kHtmlDiagnosisFrames = 5;
+constexpr size_t kHtmlMapBlocks = 5000;  // blocks drawn in the block map at the OOM (whole segments, largest first)
 
 // The page's title: the traced command line, else the trace's path.
 std::string Title(const Analysis& a) {
@@ -42,6 +45,14 @@ int Run(const CommandLine& cl, Console& console) {
   const LeakReport leaks = BuildLeakReport(a, report_options, resolver);
   HtmlExtras extras;
   extras.diagnosis = absl::StrSplit(DiagnosisText(ooms, leaks, a.phases), '\n', absl::SkipEmpty());
+  // PyTorch's segments and blocks at its last OOM, after it released what cache it could: the holes left.
+  if (!ooms.torch_ooms.empty()) {
+    const TorchOomEntry& last = ooms.torch_ooms.back();
+    absl::StatusOr<AllocatorMap> map = AllocatorMapAt(cl.trace, last.device, last.seq);
+    if (map.ok()) {
+      extras.allocator_json = AllocatorMapJson(*map, last.device, last.verdict.request_bytes, kHtmlMapBlocks);
+    }
+  }
   return console.WriteOutput(cl.output, HtmlReport(Title(a), HtmlData(a, m->history, options, extras)));
 }
 

@@ -35,9 +35,9 @@ timeout 180 "$browser" --headless --no-sandbox --disable-gpu --user-data-dir="$p
 end=$(date +%s.%N)
 echo "chromium opened and dumped it in $(python3 -c "print(round($end - $start, 2))") s"
 
-python3 - "$work/dom.html" "$work/chromium.err" "$analyze" "$trace" "$max_load_ms" <<'PY'
+python3 - "$work/dom.html" "$work/chromium.err" "$analyze" "$trace" "$max_load_ms" "$html" <<'PY'
 import json, re, subprocess, sys
-dom, err, analyze, trace, max_load = sys.argv[1:6]
+dom, err, analyze, trace, max_load, html = sys.argv[1:7]
 text = open(dom, encoding="utf-8", errors="replace").read()
 m = re.search(r'<div id="cumem-selfcheck"([^>]*)>', text)
 if not m:
@@ -84,6 +84,13 @@ if [unescape(g) for g in got] != want:
 ranges = [r for r in report.get("phase_ranges") or [] if "/" not in r.get("path", r.get("name", ""))]
 if int(attrs.get("phase-bands", "-1")) != min(len(ranges), 200):
     fail.append(f"{attrs.get('phase-bands')} phase bands drawn, {len(ranges)} outermost ranges in the trace")
+# With PyTorch's blocks and an OOM, the block map draws every block of the (at most 60) segments it shows.
+page = json.loads(re.search(r'<script type="application/json" id="cumem-data">(.*?)</script>',
+                            open(html, encoding="utf-8").read(), re.S).group(1))
+segments = (page.get("allocator") or {}).get("segments") or []
+want_blocks = sum(len(s["blocks"]) for s in segments[:60])
+if int(attrs.get("map-blocks", "-1")) != want_blocks:
+    fail.append(f"{attrs.get('map-blocks')} blocks drawn in the block map, {want_blocks} in the page's data")
 console = [l for l in open(err, errors="replace") if ":CONSOLE" in l]
 if console:
     fail.append("console: " + " | ".join(console))

@@ -2,10 +2,14 @@
 // the recorded run exactly (every segment the allocator made or released, every block's address, the OOM at the
 // same request: the trace's own allocator events are the oracle), and its reserved peak must equal PyTorch's own
 // reserved_bytes.all.peak in the truth file (tolerance zero).
+#include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 #include "analyzer/model/torch/allocator_whatif.h"
 #include "tests/golden/golden_support.h"
@@ -186,6 +190,43 @@ TEST(WhatIfLimits, ReplayInputIsBounded) {
   EXPECT_TRUE(absl::IsResourceExhausted(small.status())) << small.status();
   EXPECT_NE(small.status().message().find("cumem-analyze whatif"), absl::string_view::npos);
   EXPECT_TRUE(ReadReplayInput(Example("gpt2_blocks_h100.pb"), 100000).ok());
+}
+
+// The HTML page's block map at frag_oom's OOM: PyTorch's own list of active blocks before the failing request
+// (the truth's checkpoint, from torch.cuda.memory._snapshot()) are the map's allocated blocks, and the holes between
+// them are free blocks none of which holds the 500 MiB asked for.
+TEST(HtmlBlockMap, AllocatedBlocksArePyTorchsActiveBlocks) {
+  const std::string out = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_frag.html";
+  const test::ToolResult r = test::Tool({"html", Example("frag_oom_h100.pb"), "-o", out});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  std::ifstream in(out);
+  std::stringstream page;
+  page << in.rdbuf();
+  std::remove(out.c_str());
+  const std::string html = page.str();
+  const std::string open = "<script type=\"application/json\" id=\"cumem-data\">";
+  const size_t start = html.find(open);
+  ASSERT_NE(start, std::string::npos);
+  const size_t end = html.find("</script>", start);
+  const JsonValue data = ParseOrFail(html.substr(start + open.size(), end - start - open.size()), "page data");
+  const JsonValue& map = data["allocator"];
+  const JsonValue truth = Truth("frag_oom_h100_truth.json");
+  EXPECT_EQ(map["request"].uinteger(), truth["request"].uinteger());
+  std::vector<std::pair<uint64_t, uint64_t>> allocated;
+  uint64_t largest_hole = 0;
+  ASSERT_EQ(map["segments"].size(), 1u);  // one 2 GiB segment
+  for (const JsonValue& b : map["segments"][0]["blocks"].array()) {
+    if (b[2].integer() == 0) allocated.push_back({b[0].uinteger(), b[1].uinteger()});
+    if (b[2].integer() == 2) largest_hole = std::max<uint64_t>(largest_hole, b[1].uinteger());
+  }
+  const JsonValue& active = truth["checkpoints"][0]["active_blocks"];
+  ASSERT_EQ(allocated.size(), active.size());
+  const uint64_t base = active[0][0].uinteger() - allocated[0].first;  // the segment's address
+  for (size_t i = 0; i < allocated.size(); ++i) {
+    EXPECT_EQ(base + allocated[i].first, active[i][0].uinteger()) << i;
+    EXPECT_EQ(allocated[i].second, active[i][1].uinteger()) << i;
+  }
+  EXPECT_LT(largest_hole, truth["request"].uinteger());
 }
 
 // story_oom's OOM: PyTorch's message says how much of the card was free ("of which 166.19 MiB is free"); the

@@ -189,6 +189,37 @@
     }
   }
 
+  // PyTorch's segments at its OOM, one row each (largest first, width by size): tensors dark, blocks waiting for
+  // their streams orange, free blocks (the holes, none large enough for the request) white with a red edge.
+  function drawBlockMap() {
+    const M = D.allocator;
+    if (!M || !M.segments || !M.segments.length) return;
+    $('blockmap-box').hidden = false;
+    const rows = M.segments.slice(0, 60);
+    const ROW = 14;
+    const { ctx, w } = setupCanvas($('blockmap'), rows.length * ROW + 20);
+    const largest = rows[0].size;
+    let holes = 0, holeBytes = 0, biggestHole = 0;
+    drawn.mapBlocks = 0;
+    rows.forEach((s, r) => {
+      const width = Math.max(2, (w - 20) * s.size / largest), y = 10 + r * ROW;
+      for (const [offset, size, state] of s.blocks) {
+        const x0 = 10 + width * offset / s.size, bw = Math.max(1, width * size / s.size);
+        ctx.fillStyle = state === 0 ? '#345' : state === 1 ? '#e90' : '#fff';
+        ctx.fillRect(x0, y, bw, ROW - 3);
+        if (state === 2) {
+          ctx.strokeStyle = '#c00'; ctx.strokeRect(x0 + 0.5, y + 0.5, Math.max(bw - 1, 0.5), ROW - 4);
+          holes++; holeBytes += size; biggestHole = Math.max(biggestHole, size);
+        }
+        drawn.mapBlocks++;
+      }
+    });
+    $('blockmap-head').textContent = `${devName(M.device)}, right after the failed request of ${bytes(M.request)}: ` +
+      `${M.segments.length} segments; ${holes} free blocks (${bytes(holeBytes)}, the largest ${bytes(biggestHole)})` +
+      (M.segments.length > rows.length ? `; the ${rows.length} largest segments drawn` : '') +
+      (M.blocks_left_out ? `; ${M.blocks_left_out} blocks of smaller segments left out` : '');
+  }
+
   function drawPinned() {
     const s = hostSeries.find((x) => x.kind === 'pinned_host');
     const c = $('pinned');
@@ -415,11 +446,11 @@
     ['stack unwind failures', hl.unwind_failures], ['stacks cut at the depth limit', hl.truncated_stacks],
     ['Python stack failures', hl.python_failures], ['time in the recorder', secs(hl.recorder_time_ns)],
     ...hl.notices.map((n) => ['notice', n])].map((r) => ({ cells: r })));
-  if (D.allocator) $('allocator-note').textContent = 'This trace has caching-allocator blocks (segment map data present).';
 
   if (location.hash.includes('user-frames')) $('useronly').checked = true;
   drawTimeline();
   drawPinned();
+  drawBlockMap();
   const firstPeak = D.peaks.find((p) => p.snapshot >= 0 && p.device >= 0) || D.peaks.find((p) => p.snapshot >= 0);
   if (firstPeak) show({ i: firstPeak.snapshot, snap: D.snapshots[firstPeak.snapshot], sc: D.snapshots[firstPeak.snapshot].scopes[0] }, 'peak');
   else show(null);
@@ -454,6 +485,7 @@
   check.dataset.resources = resources;
   check.dataset.points = drawn.points;
   check.dataset.phaseBands = drawn.bands;
+  check.dataset.mapBlocks = drawn.mapBlocks || 0;
   check.dataset.icicleBoxes = firstIcicle;
   check.dataset.seriesMax = Object.entries(drawn.max).map(([k, v]) => `${k}=${v}`).join(',');
   check.dataset.renderMs = (drawnAt - t0).toFixed(1);
