@@ -52,9 +52,7 @@ CachingAllocatorReplay::Served CachingAllocatorReplay::Malloc(uint64_t requested
   }
   Block& b = blocks_[address];
   b.allocated = true;
-  b.requested = requested;
   allocated_ += b.size;
-  requested_ += requested;
   allocated_peak_ = std::max(allocated_peak_, allocated_);
   served.ok = true;
   served.address = address;
@@ -104,7 +102,7 @@ bool CachingAllocatorReplay::NewMemory(bool small, uint64_t stream, uint64_t rou
 bool CachingAllocatorReplay::NewSegment(bool small, uint64_t stream, uint64_t size, uint64_t* address) {
   if (!driver_->Malloc(size, reserved_, address)) return false;
   segments_[*address] = Segment{size, stream, small, false};
-  blocks_[*address] = Block{size, stream, *address, 0, small, false, true, false};
+  blocks_[*address] = Block{size, stream, *address, small, false, true, false};
   AddReserved(size);
   return true;
 }
@@ -139,7 +137,7 @@ uint64_t CachingAllocatorReplay::FindExpandableRun(bool small, uint64_t stream, 
   const uint64_t range = page * ((memory + memory / 8 + page - 1) / page);
   const uint64_t base = driver_->Reserve(range);
   segments_[base] = Segment{range, stream, small, true};
-  blocks_[base] = Block{range, stream, base, 0, small, false, false, true};
+  blocks_[base] = Block{range, stream, base, small, false, false, true};
   unmapped.insert({stream, base});
   return base;
 }
@@ -313,9 +311,7 @@ bool CachingAllocatorReplay::Free(uint64_t address) {
   if (it == blocks_.end() || !it->second.allocated) return false;
   Block& b = it->second;
   allocated_ -= b.size;
-  requested_ -= b.requested;
   b.allocated = false;
-  b.requested = 0;
   InsertFree(address);
   return true;
 }

@@ -81,12 +81,9 @@ class CachingAllocatorReplay {
 
   uint64_t reserved() const { return reserved_; }
   uint64_t allocated() const { return allocated_; }
-  uint64_t requested() const { return requested_; }
   uint64_t reserved_peak() const { return reserved_peak_; }
   uint64_t allocated_peak() const { return allocated_peak_; }
-  uint64_t segments() const { return segments_.size(); }
-  // Free bytes cached now (mapped, not in tensors), and the largest free block cached.
-  uint64_t cached_free() const { return reserved_ - allocated_; }
+  // The largest free block cached now.
   uint64_t largest_free_block() const;
 
  private:
@@ -94,7 +91,6 @@ class CachingAllocatorReplay {
     uint64_t size = 0;
     uint64_t stream = 0;
     uint64_t segment = 0;  // address of the segment that holds it
-    uint64_t requested = 0;
     bool small = false;
     bool allocated = false;
     bool mapped = true;       // false: address space of an expandable segment with no memory behind it
@@ -151,7 +147,7 @@ class CachingAllocatorReplay {
   std::map<uint64_t, Segment> segments_;  // by address
   std::set<PoolKey> small_pool_, large_pool_;
   std::set<UnmappedKey> small_unmapped_, large_unmapped_;
-  uint64_t reserved_ = 0, allocated_ = 0, requested_ = 0;
+  uint64_t reserved_ = 0, allocated_ = 0;
   uint64_t reserved_peak_ = 0, allocated_peak_ = 0;
 };
 
