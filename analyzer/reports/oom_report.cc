@@ -125,6 +125,9 @@ void AddReplayChecks(const std::vector<WhatIf>& replays, OomReport* report) {
     report->replay_unchecked = "the card's memory less what was outside PyTorch does not reproduce the recorded OOM";
     return;
   }
+  report->replay_under_cap = recorded.fidelity.capped_refusals > 0;
+  report->cap_low = recorded.fidelity.cap_low;
+  report->cap_high = recorded.fidelity.cap_high;
   for (size_t i = 1; i < replays.size(); ++i) {
     const WhatIf& w = replays[i];
     if (!w.whatif.ran || !w.cap_bounds_agree) continue;

@@ -98,6 +98,10 @@ struct OomReport {
   bool replayed = false;
   std::string replay_unchecked;
   std::vector<ReplayCheck> replay_checks;
+  // The recorded run hit a per-process memory cap: the answers keep it as recorded (between these bounds), which
+  // a program that sets its cap from its own usage would not.
+  bool replay_under_cap = false;
+  uint64_t cap_low = 0, cap_high = 0;
 };
 
 // Settings worth trying on `recorded` (the replay's own outcome under the recorded settings comes first), as

@@ -196,6 +196,7 @@ void WriteTorchOomsJson(JsonWriter& w, const OomReport& r) {
     w.EndArray();
   }
   w.Member("replay_unchecked", r.replay_unchecked);
+  w.Member("replay_under_cap", r.replay_under_cap);
 }
 
 }  // namespace cumemtrace::analyzer

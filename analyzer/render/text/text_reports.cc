@@ -145,7 +145,11 @@ void AppendReplayChecks(const OomReport& r, std::string* out) {
                                            " reserved at the peak"));
   }
   if (answers.empty()) return;
-  absl::StrAppend(out, "  the allocator replay (it reproduced this run exactly): ", absl::StrJoin(answers, "; "), "\n");
+  absl::StrAppend(out, "  the allocator replay (it reproduced this run exactly",
+                  r.replay_under_cap ? absl::StrCat("; the memory cap kept as recorded, between ", HumanBytes(r.cap_low),
+                                                    " and ", HumanBytes(r.cap_high))
+                                     : "",
+                  "): ", absl::StrJoin(answers, "; "), "\n");
 }
 
 void AppendOom(const OomEntry& o, bool details, std::string* out) {
