@@ -34,6 +34,7 @@ PARTS=(
   "cumemtrace::preload::Record(|the recorder, all of it"
   "cumemtrace::preload::CaptureStack(|  native unwinding (libunwind and our frame filter)"
   "cumemtrace::preload::CapturePythonStack(|  Python frames read from the interpreter"
+  "cumemtrace::preload::TorchAllocApi(|  autograd's grad mode (one call into libc10, on each block handed out)"
   "cumemtrace::preload::PythonStackMemo::Intern(|  Python frames matched to the thread's previous stack"
   "cumemtrace::preload::SplicePythonFrames(|  Python frames spliced into the native stack"
   "cumemtrace::preload::(anonymous namespace)::SealLocked(|  sealing full batches, and writing them when both queue slots wait (valgrind runs one thread at a time, so such stalls can land here; read the recorder less this line)"

@@ -57,6 +57,8 @@ VARIANTS = {
     "torchdepth64": {"CUMEMTRACE_TORCH_STACK_DEPTH": "64"},
     "nopython": {"CUMEMTRACE_PYTHON": "0"},
     "nostacks": {"CUMEMTRACE_STACK_DEPTH": "0"},
+    # Native frames of threads without Python frames (the autograd engine's) cut to 16, as before they got 64.
+    "enginedepth16": {"CUMEMTRACE_STACK_DEPTH": "16"},
     "old": {},  # --old-preload: another build of the preload, default settings
 }
 RECORDER_PARTS = ("python", "unwind", "lock_wait", "stack")  # the trailer's recorder_<part>_ns

@@ -137,6 +137,7 @@ void ReadConfig(Config* config) {
   config->torch_stack_depth = ReadInt("CUMEMTRACE_TORCH_STACK_DEPTH", 1, kMaxStackDepth, 16);
   config->flush_ms = ReadInt("CUMEMTRACE_FLUSH_MS", 1, 3600 * 1000, 500);
   config->sample_ms = ReadInt("CUMEMTRACE_SAMPLE_MS", 0, 3600 * 1000, 100);
+  config->process_sample_ms = ReadInt("CUMEMTRACE_PROCESS_SAMPLE_MS", 0, 3600 * 1000, 10000);
   config->follow_fork = ReadFlag("CUMEMTRACE_FOLLOW_FORK");
   config->free_stacks = ReadFlag("CUMEMTRACE_FREE_STACKS");
   config->follow_exec = ReadFlag("CUMEMTRACE_FOLLOW_EXEC");

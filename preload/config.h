@@ -14,6 +14,8 @@
 //   CUMEMTRACE_FREE_STACKS  1: successful frees carry a stack too (default: stack 0; unwinding was 2/3 of the cost)
 //   CUMEMTRACE_FOLLOW_EXEC  1: exec'd children trace too (default: only the root process, CUMEMTRACE_ROOT_PID)
 //   CUMEMTRACE_SAMPLE_MS    driver free/total sampled per device at most this often (default 100; 0 = never)
+//   CUMEMTRACE_PROCESS_SAMPLE_MS  the processes on each GPU in use (NVML) listed this often, on the flush thread
+//                           (default 10000; 0 = only at failed allocations)
 //   CUMEMTRACE_CUPTI        1: subscribe to CUPTI as a second source (default off: nothing CUPTI is loaded)
 //   CUMEMTRACE_PYTHON       0: no Python frames (default on)
 //   CUMEMTRACE_TORCH_BLOCKS 0: do not attach to PyTorch's caching allocator: segments only (default on)
@@ -48,6 +50,7 @@ struct Config {
   bool free_stacks = false;  // unwind successful frees too (no report uses their stacks; heaptrack takes none)
   bool follow_exec = false;
   int sample_ms = 100;
+  int process_sample_ms = 10000;
   bool cupti = false;
   bool python_frames = true;
   bool torch_blocks = true;

@@ -13,6 +13,7 @@
 #include "preload/config.h"
 #include "preload/driver_helpers.h"
 #include "preload/event_record.h"
+#include "preload/gpu_processes.h"
 #include "preload/module_map.h"
 #include "preload/native_stack.h"
 #include "preload/output_queue.h"
@@ -72,6 +73,7 @@ void EnsureDevice(int32_t device) {
   if (device >= 0 && DescribeDevice(device, &description)) {
     record.name = description.name;
     record.uuid = description.has_uuid ? description.uuid : nullptr;
+    if (description.has_uuid) NoteDeviceUuid(device, description.uuid);
     record.uuid_size = description.has_uuid ? sizeof(description.uuid) : 0;
     record.total_memory = description.total_memory;
   } else {
@@ -192,7 +194,7 @@ void TakeStack(const CallRecord& call, const EventKind& kind, EventClock* clock,
   // unwind is the costliest part of the hook, and half the events are frees. PyTorch's allocator entries follow
   // the same rule: a block handed out and a failed request carry the stack that asked; the rest none.
   const bool wants_stack = kind.is_torch
-                               ? (call.api == format::Api::kTorchAlloc || call.api == format::Api::kTorchOom)
+                               ? (format::IsTorchBlockAlloc(call.api) || call.api == format::Api::kTorchOom)
                                : (kind.is_alloc || call.result != 0 || config.free_stacks);
   stack->wanted_depth = wants_stack ? config.stack_depth : 0;
   clock->python_start_ns = clock->PartNow();
@@ -202,7 +204,8 @@ void TakeStack(const CallRecord& call, const EventKind& kind, EventClock* clock,
   // A thread with Python frames has the user's lines there (never cut): a deep native stack then keeps only its
   // innermost frames, and the outermost ones (the interpreter's main) are not worth a second, full unwind. Every
   // PyTorch allocation made from Python is such a stack (those of the autograd engine's threads are not).
-  const bool keep_outermost = !(stack->python_capture == PythonCapture::kOk && stack->python.group_count > 0);
+  // (A thread state with no frames, as autograd's engine threads have, still yields one empty group: count frames.)
+  const bool keep_outermost = !(stack->python_capture == PythonCapture::kOk && stack->python.count > 0);
   // A PyTorch block allocated from Python keeps fewer native frames (TorchStackDepth(), 16 by default): the
   // allocator and the innermost op with its dispatcher entry. Beyond lie the outer ATen ops, the Python binding and
   // the interpreter's own calls between the Python frames, which carry the user's lines; each frame unwound costs
@@ -539,11 +542,19 @@ void Record(const CallRecord& call) {
   TakeStack(call, kind, &clock, &stack);
   char thread_name[16] = "";
   if (self.thread_index == 0 || self.name_changed) prctl(PR_GET_NAME, thread_name);
+  // A failed allocation: who else holds the device's memory (NVML), placed right after the failure.
+  GpuProcessesRecord processes;
+  const bool listed = kind.is_alloc && call.result != 0 && !call.cupti_only &&
+                      ListGpuProcessesAtFailure(ev.device, clock.start_ns, &processes);
 
   pthread_mutex_lock(&g_locks.record);
   clock.locked_ns = clock.PartNow();
   if (g_session.running()) {
     AppendLocked(call, kind, self, thread_name, &stack, sampled ? &sample : nullptr, &clock, &ev);
+    if (listed) {
+      processes.after_seq = ev.seq;
+      if (!WriteGpuProcesses(g_output.packets(), processes)) g_output.packets()->ClearError();
+    }
   } else {
     g_health.dropped.fetch_add(1, std::memory_order_relaxed);
   }

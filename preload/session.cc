@@ -12,6 +12,7 @@
 #include "preload/cupti_source.h"
 #include "preload/driver_helpers.h"
 #include "preload/exit_notice.h"
+#include "preload/gpu_processes.h"
 #include "preload/log.h"
 #include "preload/native_stack.h"
 #include "preload/python_frames.h"
@@ -242,6 +243,7 @@ void Start() {
   }
   g_session.start_ns = NowNs();
   g_tables.sampler.Reset(static_cast<int64_t>(g_session.config.sample_ms) * 1000000);
+  ResetGpuProcessSampling(static_cast<int64_t>(g_session.config.process_sample_ms) * 1000000);
   InitNativeStacks();
   StartCuptiOnce();
   pthread_mutex_lock(&g_locks.record);

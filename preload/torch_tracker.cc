@@ -10,6 +10,7 @@
 #include "preload/elf_symbols.h"
 #include "preload/module_map.h"
 #include "preload/recorder.h"
+#include "preload/torch_grad_mode.h"
 #include "preload/trace_writer.h"
 
 namespace cumemtrace::preload {
@@ -153,7 +154,7 @@ void OnTraceEntry(const void* /*functor*/, const void* raw) {
     return;
   }
   CallRecord r;
-  r.api = kApiOfAction[e.action];
+  r.api = e.action == kAlloc ? TorchAllocApi() : kApiOfAction[e.action];
   r.device = e.device;
   r.device_known = true;
   r.stream = e.stream;
@@ -222,6 +223,7 @@ int Attach(const ModuleEntry& c10, uint64_t seq) {
   }
   // The call: exactly what PyTorch's own inline attachAllocatorTraceTracker does through that vtable slot. The
   // std::function is passed by invisible reference; PyTorch copies it once per device allocator.
+  LearnGradMode(c10.path);  // before the first entry can arrive
   StdFunction tracker{{nullptr, nullptr}, Manager, OnTraceEntry};
   g_copies.store(0, std::memory_order_relaxed);
   using AttachFn = void (*)(void* self, StdFunction* tracker);

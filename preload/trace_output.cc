@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include "preload/gpu_processes.h"
 #include "preload/log.h"
 #include "preload/recorder.h"
 #include "preload/recorder_state.h"
@@ -145,6 +146,17 @@ void FlushNowLocked() {
 
 namespace {
 
+// A periodic list of a GPU's processes, placed after the last event numbered so far.
+void WriteSampledProcesses(const GpuProcessesRecord& record) {
+  GpuProcessesRecord placed = record;
+  pthread_mutex_lock(&g_locks.record);
+  if (g_session.running()) {
+    placed.after_seq = LastSequence();
+    if (!WriteGpuProcesses(g_output.packets(), placed)) g_output.packets()->ClearError();
+  }
+  pthread_mutex_unlock(&g_locks.record);
+}
+
 // CLOCK_REALTIME (pthread_cond_timedwait's clock) one flush period from now.
 timespec NextFlushDeadline() {
   timespec deadline;
@@ -173,6 +185,7 @@ void* FlusherMain(void*) {
     if (wait == ETIMEDOUT) {
       pthread_mutex_unlock(&g_locks.record);
       if (RefreshModules() > 0) RetryPythonLookup();
+      SampleGpuProcesses(NowNs(), WriteSampledProcesses);  // NVML is slow: never on the program's threads
       pthread_mutex_lock(&g_locks.record);
       if (!g_session.running()) break;
       SealLocked();

@@ -200,6 +200,30 @@ bool WriteMemorySample(ByteBuffer* out, const MemorySampleRecord& m) {
   return p.Finish();
 }
 
+bool WriteGpuProcesses(ByteBuffer* out, const GpuProcessesRecord& list) {
+  PacketScope p(out, f::packet::kGpuProcesses);
+  WireEncoder& e = p.enc();
+  namespace gf = f::gpu_processes;
+  namespace pf = f::gpu_process;
+  e.Int64(gf::kTimeNs, list.time_ns);
+  e.Uint64(gf::kAfterSeq, list.after_seq);
+  e.Int32(gf::kDevice, list.device);
+  e.Uint64(gf::kReason, list.reason);
+  e.Uint64(gf::kPids, list.pids);
+  for (int i = 0; i < list.count; ++i) {
+    const GpuProcessRecord& r = list.process[i];
+    size_t mark = e.Begin(gf::kProcess);
+    e.Uint64(pf::kPid, r.pid);
+    e.Uint64(pf::kUsedBytes, r.used_bytes);
+    e.Bool(pf::kUsedUnknown, r.used_unknown);
+    e.Bool(pf::kSelf, r.self);
+    e.String(pf::kCommand, r.command);
+    e.End(mark);
+  }
+  e.String(gf::kError, list.error);
+  return p.Finish();
+}
+
 bool WriteNotice(ByteBuffer* out, uint32_t code, const char* message, int64_t time_ns) {
   PacketScope p(out, f::packet::kNotice);
   WireEncoder& e = p.enc();

@@ -98,6 +98,26 @@ struct PhaseRecord {
   uint32_t domain;
 };
 
+// trace.proto's GpuProcesses: the processes NVML lists on one device (preload/gpu_processes.cc).
+struct GpuProcessRecord {
+  uint32_t pid;
+  uint64_t used_bytes;
+  bool used_unknown;
+  bool self;
+  char command[160];  // NUL-terminated, "" when not read
+};
+struct GpuProcessesRecord {
+  static constexpr int kMaxProcesses = 16;
+  int64_t time_ns;
+  uint64_t after_seq;
+  int32_t device;
+  uint32_t reason;  // GpuProcesses.Reason
+  uint32_t pids;    // GpuProcesses.Pids
+  int count;
+  GpuProcessRecord process[kMaxProcesses];
+  char error[128];  // NUL-terminated; set when there is no list
+};
+
 struct ModuleEntry;
 class StackTable;
 
@@ -124,6 +144,7 @@ bool WriteMemorySample(ByteBuffer* out, const MemorySampleRecord& sample);
 bool WriteNotice(ByteBuffer* out, uint32_t code, const char* message, int64_t time_ns);
 bool WriteAllocatorAttach(ByteBuffer* out, const AllocatorAttachRecord& attach);
 bool WritePhase(ByteBuffer* out, const PhaseRecord& phase);
+bool WriteGpuProcesses(ByteBuffer* out, const GpuProcessesRecord& list);
 // `complete_below`: every event numbered below it is in this batch or an earlier one (0: not known).
 bool WriteEventBatch(ByteBuffer* out, const EventRecord* events, size_t count, uint64_t complete_below = 0);
 bool WriteTrailer(ByteBuffer* out, const TrailerRecord& trailer);

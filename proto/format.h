@@ -14,7 +14,8 @@ namespace cumemtrace::format {
 inline constexpr uint64_t kMagic = 0x435254454d454d43ull;  // "CUMEMTRC" little-endian
 // Version 2: the stack column covers only rows whose api has a stack; thread/device columns may be run-length coded.
 // Version 3: an EventBatch may store its address deltas divided by 2^address_shift.
-inline constexpr uint32_t kFormatVersion = 3;
+// Version 4: TORCH_ALLOC_GRAD / TORCH_ALLOC_NO_GRAD rows (a block with autograd's grad mode).
+inline constexpr uint32_t kFormatVersion = 4;
 inline constexpr int32_t kHostDevice = -1;
 
 // Field numbers (see trace.proto).
@@ -24,7 +25,7 @@ namespace packet {
 inline constexpr uint32_t kHeader = 1, kThread = 2, kModule = 3, kStackNodes = 4, kEvents = 5, kStrings = 6,
                           kSymbols = 7, kTrailer = 8, kDevice = 9, kPythonFrames = 10,
                           kMemorySample = 11, kNotice = 12, kAllocatorAttach = 13, kPhase = 14,
-                          kHeaderCopy = 15;
+                          kHeaderCopy = 15, kGpuProcesses = 16;
 }
 namespace header {
 inline constexpr uint32_t kMagic = 1, kFormatVersion = 2, kToolVersion = 3, kPid = 4, kPpid = 5, kArgv = 6,
@@ -50,6 +51,12 @@ inline constexpr uint32_t kFirstId = 1, kFunction = 2, kFile = 3, kLine = 4;
 }
 namespace memory_sample {
 inline constexpr uint32_t kTimeNs = 1, kDevice = 2, kFreeBytes = 3, kTotalBytes = 4, kAfterSeq = 5;
+}
+namespace gpu_processes {
+inline constexpr uint32_t kTimeNs = 1, kAfterSeq = 2, kDevice = 3, kReason = 4, kPids = 5, kProcess = 6, kError = 7;
+}
+namespace gpu_process {
+inline constexpr uint32_t kPid = 1, kUsedBytes = 2, kUsedUnknown = 3, kSelf = 4, kCommand = 5;
 }
 namespace notice {
 inline constexpr uint32_t kCode = 1, kMessage = 2, kTimeNs = 3;
@@ -97,6 +104,7 @@ enum class NoticeCode : uint32_t {
   kTorchAllocatorUnavailable = 6,
   kTorchAllocatorIgnored = 7,
   kWriteFailed = 8,
+  kGradModeUnknown = 9,
 };
 
 // Notice codes as reports and JSON spell them (trace.proto's Notice.Code names, lower case).
@@ -110,6 +118,7 @@ inline constexpr const char* NoticeCodeName(NoticeCode code) {
     case NoticeCode::kTorchAllocatorUnavailable: return "torch_allocator_unavailable";
     case NoticeCode::kTorchAllocatorIgnored: return "torch_allocator_ignored";
     case NoticeCode::kWriteFailed: return "write_failed";
+    case NoticeCode::kGradModeUnknown: return "grad_mode_unknown";
     case NoticeCode::kUnknown: break;
   }
   return "unknown";
@@ -167,6 +176,8 @@ enum class Api : uint32_t {
   kTorchSegmentUnmap = 86,
   kTorchOom = 87,
   kTorchFree = 88,
+  kTorchAllocGrad = 89,
+  kTorchAllocNoGrad = 90,
 };
 
 enum class Op : uint8_t { kNone, kAlloc, kFree };
@@ -261,6 +272,9 @@ inline constexpr ApiInfo kApiTable[] = {
     // A FREE_REQUESTED directly followed by the FREE_COMPLETED of the same block on the same thread (no other
     // event between them): one row instead of two, a third fewer rows in a training loop.
     {Api::kTorchFree, "torch.free", Op::kFree, Kind::kUnknown, Space::kTorchBlock, false, false, false, false},
+    // TORCH_ALLOC with autograd's grad mode on the allocating thread: recording, or not (version 4).
+    {Api::kTorchAllocGrad, "torch.alloc", Op::kAlloc, Kind::kTorchBlock, Space::kTorchBlock, true, false, true},
+    {Api::kTorchAllocNoGrad, "torch.alloc", Op::kAlloc, Kind::kTorchBlock, Space::kTorchBlock, true, false, true},
 };
 
 // Api values are small; a direct index over kApiTable makes the lookup one load (it is on every event's path in
@@ -277,7 +291,19 @@ inline constexpr ApiIndex MakeApiIndex() {
 inline constexpr ApiIndex kApiIndex = MakeApiIndex();
 
 // True for the apis of PyTorch's caching allocator (its trace tracker), which never count memory of their own.
-inline constexpr bool IsTorchApi(Api api) { return api >= Api::kTorchAlloc && api <= Api::kTorchFree; }
+inline constexpr bool IsTorchApi(Api api) { return api >= Api::kTorchAlloc && api <= Api::kTorchAllocNoGrad; }
+
+// A block handed out (TORCH_ALLOC, with or without autograd's grad mode).
+inline constexpr bool IsTorchBlockAlloc(Api api) {
+  return api == Api::kTorchAlloc || api == Api::kTorchAllocGrad || api == Api::kTorchAllocNoGrad;
+}
+
+// Autograd's grad mode when a block was allocated.
+enum class GradMode : uint8_t { kUnknown, kRecording, kNotRecording };
+inline constexpr GradMode GradModeOf(Api api) {
+  return api == Api::kTorchAllocGrad ? GradMode::kRecording
+         : api == Api::kTorchAllocNoGrad ? GradMode::kNotRecording : GradMode::kUnknown;
+}
 
 // Returns the table row for `api`, or nullptr for a value this version does not know.
 inline constexpr const ApiInfo* FindApi(uint32_t api) { return api < kApiIndexSize ? kApiIndex.entries[api] : nullptr; }

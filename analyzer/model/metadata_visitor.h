@@ -29,6 +29,7 @@ class MetadataVisitor : public TraceVisitor {
   void OnSymbol(const SymbolInfo& symbol) override { symbols_.AddSymbol(symbol); }
   void OnPythonFrame(const PythonFrameInfo& frame) override { python_frames_.Add(frame); }
   void OnNotice(const NoticeInfo& notice) override { info_.notices.push_back(notice); }
+  void OnGpuProcesses(const GpuProcessesInfo& list) override { info_.AddGpuProcesses(list); }
   void OnTrailer(const TrailerInfo& trailer) override {
     info_.has_trailer = true;
     info_.trailer = trailer;

@@ -173,16 +173,34 @@ TorchAtFailure ScanPass::AtFailure(int32_t device) {
   return at;
 }
 
+std::vector<AutogradTensor> ScanPass::LiveAutogradTensors(int32_t device) const {
+  std::vector<AutogradTensor> live;
+  layer_.ForEachTensor(device, [&](int32_t, uint64_t, const TorchBlock& b) {
+    live.push_back({b.stack, b.size, b.autograd});
+  });
+  return live;
+}
+
 void ScanPass::ApplyTorch(const Event& event, uint64_t index) {
   a_.allocator.events = true;
+  if (format::IsTorchBlockAlloc(event.api)) {
+    layer_.SetAutograd(autograd_.OnBlockAlloc(event.api, IsAutogradEngineThread(a_.info.ThreadName(event.thread)),
+                                              event.stack));
+  }
   layer_.Apply(event, index);
+  if (format::IsTorchBlockAlloc(event.api)) {
+    const TorchDeviceStats* stats = layer_.Find(event.device);
+    if (stats != nullptr && stats->allocated_bytes.peak_at.index == index) {
+      passes_at_allocated_peak_[event.device] = autograd_.passes();
+    }
+  }
   if (phases_.active()) {
     const auto [allocated, requested] = layer_.TensorBytes(event.device);
-    phases_.TorchTensors(event.device, allocated, requested, event.api == format::Api::kTorchAlloc);
+    phases_.TorchTensors(event.device, allocated, requested, format::IsTorchBlockAlloc(event.api));
   }
-  if (event.api == format::Api::kTorchAlloc || event.api == format::Api::kTorchOom) {
+  if (format::IsTorchBlockAlloc(event.api) || event.api == format::Api::kTorchOom) {
     if (auto pending = torch_failures_pending_.find(event.device); pending != torch_failures_pending_.end()) {
-      if (event.api == format::Api::kTorchAlloc) {
+      if (format::IsTorchBlockAlloc(event.api)) {
         torch_failures_recovered_.insert(pending->second.begin(), pending->second.end());
       }
       pending->second.clear();
@@ -204,6 +222,7 @@ void ScanPass::ApplyTorch(const Event& event, uint64_t index) {
     AddTensor(by_stack, b.stack, b.size);
   });
   r.tensors = FinishGroups(by_stack, SIZE_MAX);
+  r.retention = autograd_.JudgeRetention(LiveAutogradTensors(event.device), autograd_.passes());
   a_.allocator.ooms.push_back(std::move(r));
 }
 
@@ -216,16 +235,26 @@ void ScanPass::FinishAllocator() {
     d.stats.freed_since_reserved_peak.clear();
     d.at_end = layer_.Figures(s->device);
     TensorsByStack at_allocated, at_reserved;
+    std::vector<AutogradTensor> live_at_allocated_peak;
     const uint64_t allocated_peak = s->allocated_bytes.peak_at.index;
     const uint64_t reserved_peak = s->reserved_bytes.peak_at.index;
     layer_.ForEachTensor(s->device, [&](int32_t, uint64_t, const TorchBlock& b) {
-      if (s->allocated_bytes.peak != 0 && b.index <= allocated_peak) AddTensor(at_allocated, b.stack, b.size);
+      if (s->allocated_bytes.peak != 0 && b.index <= allocated_peak) {
+        AddTensor(at_allocated, b.stack, b.size);
+        live_at_allocated_peak.push_back({b.stack, b.size, b.autograd});
+      }
       if (s->reserved_bytes.peak != 0 && b.index <= reserved_peak) AddTensor(at_reserved, b.stack, b.size);
     });
-    for (const TorchTensor& t : s->freed_since_allocated_peak) AddTensor(at_allocated, t.stack, t.size);
+    for (const TorchTensor& t : s->freed_since_allocated_peak) {
+      AddTensor(at_allocated, t.stack, t.size);
+      live_at_allocated_peak.push_back({t.stack, t.size, t.autograd});
+    }
     for (const TorchTensor& t : s->freed_since_reserved_peak) AddTensor(at_reserved, t.stack, t.size);
     if (s->allocated_bytes.peak != 0) {
       d.at_allocated_peak = FinishGroups(at_allocated, options_.max_groups, a_.grouper.get());
+      // Judged with the passes counted to the end: a pass after the peak shows the peak's code was followed.
+      d.retention_at_allocated_peak =
+          autograd_.JudgeRetention(live_at_allocated_peak, passes_at_allocated_peak_[s->device]);
     }
     if (s->reserved_bytes.peak != 0) {
       d.at_reserved_peak = FinishGroups(at_reserved, options_.max_groups, a_.grouper.get());

@@ -68,6 +68,10 @@ class ScanPass : public MetadataVisitor {
   DriverMemoryTracker driver_;
   PhaseTracker phases_{options_.phase_filter};
   AllocatorLayer layer_;
+  AutogradPasses autograd_;
+  absl::flat_hash_map<int32_t, uint32_t> passes_at_allocated_peak_;  // per device
+  // The tensors live on `device` now, as the autograd judgement takes them.
+  std::vector<AutogradTensor> LiveAutogradTensors(int32_t device) const;
   std::vector<OomRecord> first_ooms_;
   std::deque<OomRecord> last_ooms_;
   // The last OOM snapshot: when, of what, and the live set's version then.

@@ -47,4 +47,25 @@ const std::string& TraceInfo::ThreadName(uint32_t index) const {
   return it == threads.end() ? *kEmpty : it->second.name;
 }
 
+const GpuProcessesInfo* TraceInfo::GpuProcessesAt(int32_t device, uint64_t seq) const {
+  const GpuProcessesInfo* best = nullptr;
+  for (const GpuProcessesInfo& list : gpu_processes) {
+    if (list.device != device || list.after_seq > seq) continue;
+    // The latest place wins; at one place, a failure's list over a periodic one.
+    if (best == nullptr || list.after_seq > best->after_seq ||
+        (list.after_seq == best->after_seq && list.reason == GpuProcessesInfo::Reason::kFailedAllocation)) {
+      best = &list;
+    }
+  }
+  return best;
+}
+
+void TraceInfo::AddGpuProcesses(const GpuProcessesInfo& list) {
+  if (list.reason != GpuProcessesInfo::Reason::kFailedAllocation) {
+    if (gpu_process_samples >= kMaxGpuProcessSamples) return;
+    ++gpu_process_samples;
+  }
+  gpu_processes.push_back(list);
+}
+
 }  // namespace cumemtrace::analyzer

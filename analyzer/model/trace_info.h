@@ -20,6 +20,11 @@ struct TraceInfo {
   bool has_trailer = false;
   TrailerInfo trailer;
   std::vector<NoticeInfo> notices;  // what the tool said about how the trace was taken, in file order
+  // The processes on each GPU (NVML), in file order: every list taken at a failed allocation, and the periodic
+  // ones up to kMaxGpuProcessSamples (a long run's later samples are dropped, never a failure's).
+  std::vector<GpuProcessesInfo> gpu_processes;
+  static constexpr size_t kMaxGpuProcessSamples = 4096;
+  size_t gpu_process_samples = 0;  // periodic lists kept
   ReadStats stats;
   bool has_events = false;
   int64_t first_event_time_ns = 0;
@@ -37,6 +42,11 @@ struct TraceInfo {
   int64_t Relative(int64_t time_ns) const;
   // The thread's latest name, "" when unknown or unnamed.
   const std::string& ThreadName(uint32_t index) const;
+  // The latest list of `device`'s processes placed at or before event `seq` (a failure's own list when it has
+  // one), or nullptr.
+  const GpuProcessesInfo* GpuProcessesAt(int32_t device, uint64_t seq) const;
+  // Keeps a list (see gpu_processes).
+  void AddGpuProcesses(const GpuProcessesInfo& list);
 };
 
 // Subtracts or adds without overflow, saturating at the int64 range.

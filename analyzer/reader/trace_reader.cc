@@ -545,6 +545,22 @@ absl::Status Reader::HandlePacket(const uint8_t* data, size_t size, uint64_t off
       visitor_.OnAllocatorAttach(info);
       break;
     }
+    case pb::Packet::kGpuProcesses: {
+      const pb::GpuProcesses& g = packet_.gpu_processes();
+      GpuProcessesInfo info;
+      info.time_ns = g.time_ns();
+      info.after_seq = g.after_seq();
+      info.device = g.device();
+      info.reason = g.reason() <= 2 ? static_cast<GpuProcessesInfo::Reason>(g.reason())
+                                    : GpuProcessesInfo::Reason::kUnknown;
+      info.pids = g.pids() <= 2 ? static_cast<GpuProcessesInfo::Pids>(g.pids()) : GpuProcessesInfo::Pids::kUnknown;
+      for (const pb::GpuProcess& p : g.process()) {
+        info.processes.push_back({p.pid(), p.used_bytes(), p.used_unknown(), p.self(), p.command()});
+      }
+      info.error = g.error();
+      visitor_.OnGpuProcesses(info);
+      break;
+    }
     case pb::Packet::kPhase: {
       const pb::Phase& ph = packet_.phase();
       PhaseInfo info;

@@ -95,6 +95,28 @@ struct MemorySample {
   uint64_t after_seq = 0;  // the last sequence number handed out when it was taken
 };
 
+// The processes NVML listed on one device (trace.proto's GpuProcesses).
+struct GpuProcessInfo {
+  uint32_t pid = 0;
+  uint64_t used_bytes = 0;
+  bool used_unknown = false;  // NVML could not say
+  bool self = false;          // the traced process
+  std::string command;        // "" when not read
+};
+struct GpuProcessesInfo {
+  enum class Reason : uint8_t { kUnknown = 0, kSample = 1, kFailedAllocation = 2 };
+  // kSame: pids are this machine's (the traced process is listed); kOtherNamespace: another pid namespace's (a
+  // container's host); kUnknown: cannot tell (the traced process is not listed and nobody else is either).
+  enum class Pids : uint8_t { kUnknown = 0, kSame = 1, kOtherNamespace = 2 };
+  int64_t time_ns = 0;
+  uint64_t after_seq = 0;
+  int32_t device = 0;
+  Reason reason = Reason::kUnknown;
+  Pids pids = Pids::kUnknown;
+  std::vector<GpuProcessInfo> processes;  // largest first
+  std::string error;  // why there is no list ("" when there is one)
+};
+
 struct NoticeInfo {
   format::NoticeCode code = format::NoticeCode::kUnknown;
   std::string message;
@@ -184,6 +206,8 @@ class TraceVisitor {
   virtual void OnAllocatorAttach(const AllocatorAttachInfo&) {}
   // Phases arrive in file order, like samples: after_seq places them among the events.
   virtual void OnPhase(const PhaseInfo&) {}
+  // In file order, like samples: after_seq places them among the events.
+  virtual void OnGpuProcesses(const GpuProcessesInfo&) {}
   virtual void OnEvent(const Event&) {}
   // Events in chunks, in order, as the reader has them ready. The default hands them to OnEvent one by one;
   // visitors that can use the look-ahead (prefetching) override it. A visitor sees each event once either way.

@@ -49,11 +49,13 @@ OomReport BuildOomReport(const Analysis& a, const ReportOptions& options, FrameR
       }
     }
     o.recovered = rec.recovered;
+    if (!o.live_is_host) o.processes = OtherProcessesAt(a.info, e.device, e.seq, e.time_ns);
     if (o.recovered) ++r.recovered;
     if (rec.has_torch) {
       o.has_verdict = true;
       o.verdict = JudgeOom(e.size, e.has_mem_info, e.free_bytes, e.total_bytes, rec.torch,
                            a.allocator.config.expandable_segments);
+      o.verdict.processes = o.processes;
     }
     r.ooms.push_back(std::move(o));
   }
@@ -69,6 +71,8 @@ OomReport BuildOomReport(const Analysis& a, const ReportOptions& options, FrameR
     t.thread_name = a.info.ThreadName(rec.event.thread);
     t.verdict = JudgeOom(rec.event.size, true, rec.event.aux, rec.device_total_bytes, rec.at,
                          a.allocator.config.expandable_segments);
+    t.verdict.processes = OtherProcessesAt(a.info, rec.event.device, rec.event.seq, rec.event.time_ns);
+    t.autograd = BuildAutogradView(rec.retention, a.info.header.executable, resolver);
     t.tensors = ResolveGroups(rec.tensors.groups, rec.tensors.total_bytes, options, resolver, a.grouper.get());
     t.tensor_groups = rec.tensors.group_count;
     OtherThan(rec.tensors, t.tensors, &t.tensor_other_bytes, &t.tensor_other_count);

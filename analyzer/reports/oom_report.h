@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analyzer/model/torch/allocator_whatif.h"
+#include "analyzer/reports/autograd_report.h"
 #include "analyzer/reports/oom_verdict.h"
 #include "analyzer/reports/report_common.h"
 #include "analyzer/reports/torch_report.h"
@@ -49,6 +50,7 @@ struct OomEntry {
   OomVerdict verdict;
   // PyTorch's allocator released cache, asked again and served the request: not a failure the program saw.
   bool recovered = false;
+  OtherProcesses processes;  // on the device (device memory requests only)
 };
 
 // A TORCH_OOM: PyTorch's caching allocator gave up (after releasing what cache it could).
@@ -68,6 +70,7 @@ struct TorchOomEntry {
   uint64_t python_groups = 0;
   uint64_t python_other_bytes = 0;
   uint64_t python_other_count = 0;
+  AutogradView autograd;  // what kept the live tensors, and the backward pass's holders
 };
 
 // A setting tried on the allocator replay (model/torch/allocator_whatif.h) for a PyTorch OOM: the only source of

@@ -8,6 +8,23 @@ uint64_t Minus(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
 }  // namespace
 
+OtherProcesses OtherProcessesAt(const TraceInfo& info, int32_t device, uint64_t seq, int64_t time_ns) {
+  OtherProcesses p;
+  const GpuProcessesInfo* list = info.GpuProcessesAt(device, seq);
+  if (list == nullptr) return p;
+  p.at_failure = list->reason == GpuProcessesInfo::Reason::kFailedAllocation;
+  p.age_ns = time_ns > list->time_ns ? time_ns - list->time_ns : 0;
+  p.error = list->error;
+  p.listed = list->error.empty();
+  p.pids = list->pids;
+  for (const GpuProcessInfo& process : list->processes) {
+    if (process.self) continue;
+    p.others.push_back(process);
+    p.others_bytes += process.used_bytes;
+  }
+  return p;
+}
+
 const char* OomCauseName(OomCause cause) {
   switch (cause) {
     case OomCause::kFragmentation: return "fragmentation";

@@ -15,15 +15,29 @@
 #define CUMEMTRACE_ANALYZER_REPORTS_OOM_VERDICT_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "analyzer/model/torch/allocator_result.h"
+#include "analyzer/model/trace_info.h"
+#include "analyzer/reader/trace_reader.h"
 
 namespace cumemtrace::analyzer {
 
 enum class OomCause : uint8_t { kFragmentation, kLiveTensors, kOutsidePytorch, kMemoryCap };
 // "fragmentation", "live_tensors", "outside_pytorch", "memory_cap".
 const char* OomCauseName(OomCause cause);
+
+// The other processes on the failing device, as NVML listed them at (or last before) the failure.
+struct OtherProcesses {
+  bool listed = false;           // a list was taken (else `error` says why not, or nothing was asked: "")
+  bool at_failure = false;       // taken right after the failure (else a periodic list before it)
+  int64_t age_ns = 0;            // how long before the failure it was taken
+  std::string error;
+  GpuProcessesInfo::Pids pids = GpuProcessesInfo::Pids::kUnknown;
+  std::vector<GpuProcessInfo> others;  // largest first; the traced process left out
+  uint64_t others_bytes = 0;
+};
 
 struct OomVerdict {
   OomCause cause = OomCause::kLiveTensors;
@@ -41,6 +55,7 @@ struct OomVerdict {
   bool has_outside_untraced = false;        // total and free known
   uint64_t outside_untraced_bytes = 0;      // used - traced: the CUDA context, other processes, missed calls
   std::vector<OutsideOwner> outside;        // other owners, largest first
+  OtherProcesses processes;                 // filled by the report (OtherProcessesAt), not by JudgeOom
   bool expandable_segments = false;         // already on
   uint64_t shortfall_bytes = 0;             // request - free - reserved_unallocated (what the cache could not give)
   // The cause's part alone is enough: free + its bytes >= the request (else `still_short` bytes more are needed).
@@ -49,6 +64,9 @@ struct OomVerdict {
 };
 
 // `total` 0 when unknown; `has_free` false when the driver's free memory is unknown.
+// The other processes on `device` at event `seq`'s failure (seq's own list when there is one) at `time_ns`.
+OtherProcesses OtherProcessesAt(const TraceInfo& info, int32_t device, uint64_t seq, int64_t time_ns);
+
 OomVerdict JudgeOom(uint64_t request, bool has_free, uint64_t driver_free, uint64_t total, const TorchAtFailure& at,
                     bool expandable_segments);
 

@@ -65,6 +65,7 @@ void LimitToPhase(const PhaseResults& phases, TorchPeakSection* s) {
     }
     s->at_allocated_peak.clear();
     s->at_reserved_peak.clear();
+    s->autograd = AutogradView{};
     s->allocated_peak_count = 0;
     s->allocated_at_reserved_peak = 0;
     s->unallocated_at_reserved_peak = 0;
@@ -116,6 +117,7 @@ std::vector<TorchPeakSection> BuildTorchPeaks(const Analysis& a, const ReportOpt
       s.reserved_peak_groups = d.at_reserved_peak.group_count;
       OtherThan(d.at_reserved_peak, s.at_reserved_peak, &s.reserved_peak_other_bytes, &s.reserved_peak_other_count);
     }
+    s.autograd = BuildAutogradView(d.retention_at_allocated_peak, a.info.header.executable, resolver);
     LimitToPhase(a.phases, &s);
     out.push_back(std::move(s));
   }

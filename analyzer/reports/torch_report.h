@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/reports/autograd_report.h"
 #include "analyzer/reports/report_common.h"
 
 namespace cumemtrace::analyzer {
@@ -59,6 +60,7 @@ struct TorchPeakSection {
   uint64_t reserved_peak_groups = 0;
   uint64_t reserved_peak_other_bytes = 0;
   uint64_t reserved_peak_other_count = 0;
+  AutogradView autograd;  // what kept the tensors live at the allocated peak (the whole run's peak only)
 };
 
 // What `snapshot` holds beyond the groups `shown`.

@@ -468,6 +468,53 @@ TEST_F(EncoderConformance, MemorySampleAndNotice) {
   static_assert(static_cast<int>(format::NoticeCode::kWriteFailed) == cumemtrace::format::Notice::WRITE_FAILED);
 }
 
+// A list of a GPU's processes: every field, a command longer than one length byte can hold with the rest, a
+// process whose memory NVML could not say; and a list that is only an error.
+TEST_F(EncoderConformance, GpuProcesses) {
+  GpuProcessesRecord list{};
+  list.time_ns = 123456789;
+  list.after_seq = 4242;
+  list.device = 1;
+  list.reason = 2;
+  list.pids = 1;
+  list.count = 3;
+  list.process[0] = {818, 64403537920ull, false, false, ""};
+  std::string command(150, 'x');
+  memcpy(list.process[0].command, command.c_str(), command.size() + 1);
+  list.process[1] = {853, 19876560896ull, false, true, "python3 victim.py"};
+  list.process[2] = {4000000000u, 0, true, false, ""};
+  ASSERT_TRUE(WriteGpuProcesses(&buffer_, list));
+  GpuProcessesRecord failed{};
+  failed.device = 0;
+  failed.reason = 1;
+  snprintf(failed.error, sizeof(failed.error), "libnvidia-ml.so.1 could not be loaded");
+  ASSERT_TRUE(WriteGpuProcesses(&buffer_, failed));
+  cumemtrace::format::Trace trace;
+  ASSERT_TRUE(trace.ParseFromArray(buffer_.data(), static_cast<int>(buffer_.size())));
+  ASSERT_EQ(trace.packet_size(), 2);
+  ASSERT_TRUE(trace.packet(0).has_gpu_processes());
+  const auto& g = trace.packet(0).gpu_processes();
+  EXPECT_EQ(g.time_ns(), 123456789);
+  EXPECT_EQ(g.after_seq(), 4242u);
+  EXPECT_EQ(g.device(), 1);
+  EXPECT_EQ(g.reason(), cumemtrace::format::GpuProcesses::FAILED_ALLOCATION);
+  EXPECT_EQ(g.pids(), cumemtrace::format::GpuProcesses::PIDS_SAME);
+  ASSERT_EQ(g.process_size(), 3);
+  EXPECT_EQ(g.process(0).pid(), 818u);
+  EXPECT_EQ(g.process(0).used_bytes(), 64403537920ull);
+  EXPECT_EQ(g.process(0).command(), command);
+  EXPECT_FALSE(g.process(0).self());
+  EXPECT_TRUE(g.process(1).self());
+  EXPECT_EQ(g.process(1).command(), "python3 victim.py");
+  EXPECT_EQ(g.process(2).pid(), 4000000000u);
+  EXPECT_TRUE(g.process(2).used_unknown());
+  EXPECT_EQ(g.error(), "");
+  const auto& e = trace.packet(1).gpu_processes();
+  EXPECT_EQ(e.reason(), cumemtrace::format::GpuProcesses::SAMPLE);
+  EXPECT_EQ(e.process_size(), 0);
+  EXPECT_EQ(e.error(), "libnvidia-ml.so.1 could not be loaded");
+}
+
 TEST_F(EncoderConformance, CuptiRowsAndNewTrailerCounters) {
   std::vector<EventRecord> ev;
   for (int i = 0; i < 4; ++i) {

@@ -134,6 +134,7 @@ class Collector : public analyzer::TraceVisitor {
   void OnPythonFrame(const analyzer::PythonFrameInfo& frame) override { trace_->python_frames[frame.id] = frame; }
   void OnMemorySample(const analyzer::MemorySample& sample) override { trace_->samples.push_back(sample); }
   void OnNotice(const analyzer::NoticeInfo& notice) override { trace_->notices.push_back(notice); }
+  void OnGpuProcesses(const analyzer::GpuProcessesInfo& list) override { trace_->gpu_processes.push_back(list); }
   void OnAllocatorAttach(const analyzer::AllocatorAttachInfo& attach) override {
     trace_->allocator_attaches.push_back(attach);
   }

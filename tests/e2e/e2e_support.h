@@ -103,6 +103,7 @@ struct CollectedTrace {
   std::vector<analyzer::MemorySample> samples;
   std::vector<analyzer::NoticeInfo> notices;
   std::vector<analyzer::AllocatorAttachInfo> allocator_attaches;
+  std::vector<analyzer::GpuProcessesInfo> gpu_processes;
   bool has_trailer = false;
   analyzer::TrailerInfo trailer;
 

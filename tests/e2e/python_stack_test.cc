@@ -374,7 +374,7 @@ TEST_P(PythonTorchBlocks, KeepTheirPythonFramesAndTheTorchDepthOfNativeFrames) {
     EXPECT_EQ(trace.header.torch_stack_depth, want_native);
     const analyzer::Event* block = nullptr;
     for (const analyzer::Event& e : trace.events) {
-      if (e.api == format::Api::kTorchAlloc && e.size == (3u << 20)) block = &e;
+      if (format::IsTorchBlockAlloc(e.api) && e.size == (3u << 20)) block = &e;
     }
     ASSERT_NE(block, nullptr) << run.Describe();
     std::vector<uint64_t> pcs;

@@ -23,9 +23,10 @@ struct TorchEntry {
   uint64_t address = 0;
   uint64_t size = 0;
   int device = 0;
+  int grad = -1;  // ALLOC: autograd's grad mode on the allocating thread (0 or 1)
 };
 
-// The fake's ledger: "<action> addr=0x.. size=.. device=N" per trace entry it emitted, in order.
+// The fake's ledger: "<action> addr=0x.. size=.. device=N grad=G" per trace entry it emitted, in order.
 std::vector<TorchEntry> ReadTorchLedger(const std::string& path) {
   std::vector<TorchEntry> entries;
   std::ifstream in(path);
@@ -34,7 +35,8 @@ std::vector<TorchEntry> ReadTorchLedger(const std::string& path) {
     TorchEntry e;
     char action[32] = "";
     unsigned long long address = 0, size = 0;
-    if (sscanf(line.c_str(), "%31s addr=0x%llx size=%llu device=%d", action, &address, &size, &e.device) != 4) {
+    if (sscanf(line.c_str(), "%31s addr=0x%llx size=%llu device=%d grad=%d", action, &address, &size, &e.device,
+               &e.grad) != 5) {
       ADD_FAILURE() << "bad ledger line: " << line;
       continue;
     }
@@ -48,7 +50,9 @@ std::vector<TorchEntry> ReadTorchLedger(const std::string& path) {
 
 std::string ActionOf(Api api) {
   switch (api) {
-    case Api::kTorchAlloc: return "alloc";
+    case Api::kTorchAlloc: return "alloc(grad unknown)";
+    case Api::kTorchAllocGrad: return "alloc(grad)";
+    case Api::kTorchAllocNoGrad: return "alloc(no grad)";
     case Api::kTorchFreeRequested: return "free_requested";
     case Api::kTorchFreeCompleted: return "free_completed";
     case Api::kTorchSegmentAlloc: return "segment_alloc";
@@ -66,7 +70,7 @@ std::string ActionOf(Api api) {
 std::string LedgerEntryKey(const TorchEntry& e) {
   std::ostringstream key;
   bool has_size = e.action != "free_requested" && e.action != "free_completed" && e.action != "free";
-  key << e.action << " dev=" << e.device << " addr=0x" << std::hex << e.address << std::dec;
+  key << (e.action != "alloc" ? e.action : e.grad == 1 ? "alloc(grad)" : "alloc(no grad)") << " dev=" << e.device << " addr=0x" << std::hex << e.address << std::dec;
   if (has_size) key << " size=" << e.size;
   return key.str();
 }
@@ -182,12 +186,31 @@ TEST(TorchTracker, AttachesAtTheFirstSegmentAndRecordsEveryEntry) {
 
   // A block handed out carries the stack that asked for it (the program's main); the other entries carry none.
   for (const analyzer::Event* e : torch) {
-    if (e->api == Api::kTorchAlloc) {
+    if (format::IsTorchBlockAlloc(e->api)) {
       EXPECT_NE(e->stack, 0u) << TraceEventKey(*e);
     } else {
       EXPECT_EQ(e->stack, 0u) << TraceEventKey(*e);
     }
   }
+  RemoveRunDir(r.run);
+}
+
+// Each block says whether autograd was recording on the thread that asked for it, as libc10's GradMode answered
+// there (the ledger's grad=, compared block by block by ExpectTraceMatchesLedger); never "unknown" when it can ask.
+TEST(TorchTracker, EachBlockCarriesAutogradsGradMode) {
+  TorchRun r = RunTorch("basic");
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.Describe();
+  ASSERT_TRUE(r.trace.status.ok()) << r.trace.status;
+  ExpectTraceMatchesLedger(r);
+  int recording = 0, not_recording = 0;
+  for (const analyzer::Event* e : TorchEvents(r.trace)) {
+    EXPECT_NE(e->api, Api::kTorchAlloc) << TraceEventKey(*e);
+    recording += e->api == Api::kTorchAllocGrad;
+    not_recording += e->api == Api::kTorchAllocNoGrad;
+  }
+  EXPECT_EQ(recording, 4);
+  EXPECT_EQ(not_recording, 1);
+  EXPECT_EQ(NoticesOf(r.trace, format::NoticeCode::kGradModeUnknown), 0);
   RemoveRunDir(r.run);
 }
 

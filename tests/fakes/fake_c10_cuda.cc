@@ -32,6 +32,9 @@
 
 namespace c10 {
 using DeviceIndex = int8_t;
+struct GradMode {  // fake_c10.cc
+  static bool is_enabled();
+};
 namespace CachingDeviceAllocator {
 struct TraceEntry {
   enum Action { ALLOC, FREE_REQUESTED, FREE_COMPLETED, SEGMENT_ALLOC, SEGMENT_FREE, SEGMENT_MAP, SEGMENT_UNMAP,
@@ -216,7 +219,9 @@ class DeviceCachingAllocator {
     te.stream_ = nullptr;
     te.size_ = size;
     if (FILE* ledger = Ledger()) {
-      fprintf(ledger, "%s addr=0x%zx size=%zu device=%d\n", kActionNames[action], addr, size, device_);
+      // An ALLOC says autograd's grad mode on the allocating thread, as the preload should have read it.
+      fprintf(ledger, "%s addr=0x%zx size=%zu device=%d grad=%d\n", kActionNames[action], addr, size, device_,
+              action == TraceEntry::ALLOC ? static_cast<int>(GradMode::is_enabled()) : -1);
       fflush(ledger);
     }
     for (const auto& tracker : trace_trackers_) tracker(te);

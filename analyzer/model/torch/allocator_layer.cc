@@ -61,12 +61,14 @@ void AllocatorLayer::Apply(const Event& e, uint64_t index) {
   // A range that is empty or wraps around the address space cannot be placed (a damaged trace).
   const bool wraps = e.address + e.size < e.address;
   if ((segment_event && (e.size == 0 || wraps)) ||
-      (e.api == format::Api::kTorchAlloc && (e.size > kMaxSize || e.address > ~uint64_t{0} - 4 * kMaxSize))) {
+      (format::IsTorchBlockAlloc(e.api) && (e.size > kMaxSize || e.address > ~uint64_t{0} - 4 * kMaxSize))) {
     ++d.stats.mismatches;
     return;
   }
   switch (e.api) {
-    case format::Api::kTorchAlloc: Alloc(d, e, when); break;
+    case format::Api::kTorchAlloc:
+    case format::Api::kTorchAllocGrad:
+    case format::Api::kTorchAllocNoGrad: Alloc(d, e, when); break;
     case format::Api::kTorchFreeRequested: FreeRequested(d, e); break;
     case format::Api::kTorchFreeCompleted: FreeCompleted(d, e); break;
     case format::Api::kTorchFree:  // requested and completed at once
@@ -145,6 +147,7 @@ void AllocatorLayer::Alloc(Device& d, const Event& e, const EventStamp& when) {
   b.thread = e.thread;
   b.state = TorchBlockState::kAllocated;
   b.estimated = estimated;
+  b.autograd = autograd_;
   if (estimated) ++st.estimated_blocks;
   st.allocated_total_bytes += extent;
 
@@ -167,7 +170,7 @@ void AllocatorLayer::Release(Device& d, TorchBlock& b) {
   TorchDeviceStats& st = d.stats;
   st.allocations.Sub(1);
   st.allocated_bytes.Sub(b.size);
-  const TorchTensor t{b.stack, b.size, b.requested};
+  const TorchTensor t{b.stack, b.size, b.requested, b.autograd};
   if (st.allocated_bytes.peak != 0 && b.index <= st.allocated_bytes.peak_at.index) {
     st.freed_since_allocated_peak.push_back(t);
   }

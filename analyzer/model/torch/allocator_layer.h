@@ -27,6 +27,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "analyzer/model/torch/allocator_rules.h"
+#include "analyzer/model/torch/autograd_passes.h"
 #include "analyzer/model/memory/timelines.h"
 #include "analyzer/reader/trace_reader.h"
 
@@ -50,6 +51,7 @@ struct TorchBlock {
   uint32_t thread = 0;
   TorchBlockState state = TorchBlockState::kFree;
   bool estimated = false;  // extent not reconstructed from a consistent layout
+  AutogradStamp autograd;
 };
 
 struct TorchSegment {
@@ -83,6 +85,7 @@ struct TorchTensor {
   uint64_t stack = 0;
   uint64_t size = 0;       // extent
   uint64_t requested = 0;
+  AutogradStamp autograd;
 };
 
 // The figures at one moment of one device, as PyTorch's OOM message and memory_stats() give them.
@@ -138,8 +141,10 @@ class AllocatorLayer {
   void SetConfig(AllocatorConfig config) { config_ = std::move(config); }
   const AllocatorConfig& config() const { return config_; }
 
-  // Applies a TORCH_* event (others are ignored); `index` is its replay position.
+  // Applies a TORCH_* event (others are ignored); `index` is its replay position. A block allocation gets the stamp
+  // last given to SetAutograd.
   void Apply(const Event& event, uint64_t index);
+  void SetAutograd(const AutogradStamp& stamp) { autograd_ = stamp; }
 
   // Devices with any TORCH_* event, by ordinal.
   std::vector<const TorchDeviceStats*> Devices() const;
@@ -183,6 +188,7 @@ class AllocatorLayer {
   void RemoveRange(Device& d, uint64_t address, uint64_t size);
 
   AllocatorConfig config_;
+  AutogradStamp autograd_;
   std::map<int32_t, std::unique_ptr<Device>> devices_;
   Device* cached_ = nullptr;
 };

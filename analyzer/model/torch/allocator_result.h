@@ -36,6 +36,7 @@ struct TorchOomRecord {
   TorchAtFailure at;
   GroupedSnapshot tensors;            // live tensors (extents) by --group-by
   GroupedSnapshot tensors_by_python;  // ... by innermost Python frame
+  GraphRetention retention;           // what kept the live tensors (autograd_passes.h)
 };
 
 struct TorchDeviceResult {
@@ -43,6 +44,7 @@ struct TorchDeviceResult {
   TorchFigures at_end;
   GroupedSnapshot at_allocated_peak;  // tensors live at allocated_bytes' peak (extents), by --group-by
   GroupedSnapshot at_reserved_peak;   // tensors live at reserved_bytes' peak
+  GraphRetention retention_at_allocated_peak;  // what kept the tensors live at the allocated peak
 };
 
 struct AllocatorResult {

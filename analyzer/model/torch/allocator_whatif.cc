@@ -59,7 +59,9 @@ class InputPass : public TraceVisitor {
   void OnEvent(const Event& e) override {
     Step s{e.seq, e.address, e.size, e.stream, e.stack, 0, e.device, Step::kAlloc};
     switch (e.api) {
-      case format::Api::kTorchAlloc: s.kind = Step::kAlloc; break;
+      case format::Api::kTorchAlloc:
+      case format::Api::kTorchAllocGrad:
+      case format::Api::kTorchAllocNoGrad: s.kind = Step::kAlloc; break;
       case format::Api::kTorchOom: s.kind = Step::kOomRequest; break;
       // A free whose streams were done at once comes as one event (the tracker's FREE_REQUESTED and
       // FREE_COMPLETED merged): the block returns to the cache there.

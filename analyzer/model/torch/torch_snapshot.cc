@@ -133,7 +133,9 @@ void SnapshotPass::TorchEvent(const Event& e, uint64_t index) {
   entry.stack = e.stack;
   bool write = true;
   switch (e.api) {
-    case Api::kTorchAlloc: entry.action = TraceAction::kAlloc; break;
+    case Api::kTorchAlloc:
+    case Api::kTorchAllocGrad:
+    case Api::kTorchAllocNoGrad: entry.action = TraceAction::kAlloc; break;
     case Api::kTorchFreeRequested: Free(e, true, false); write = false; break;
     case Api::kTorchFreeCompleted: Free(e, false, true); write = false; break;
     case Api::kTorchFree: Free(e, true, true); write = false; break;

@@ -138,6 +138,7 @@ void WriteOoms(JsonWriter& w, const OomReport& r) {
     w.Member("stack_groups", o.group_count);
     w.Member("other_bytes", o.other_bytes);
     w.Member("other_count", o.other_count);
+    WriteOtherProcessesJson(w, o.processes);
     if (o.has_verdict) WriteVerdictJson(w, o.verdict);
     w.Member("recovered", o.recovered);
     w.EndObject();

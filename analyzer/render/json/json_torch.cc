@@ -71,6 +71,7 @@ void WriteDevice(JsonWriter& w, const TorchPeakSection& s) {
   WriteGroups(w, s.at_reserved_peak);
   w.Member("reserved_peak_groups", s.reserved_peak_groups);
   w.Member("reserved_peak_other_bytes", s.reserved_peak_other_bytes);
+  WriteAutogradJson(w, s.autograd);  // at the allocated peak
   w.EndObject();
 }
 
@@ -123,6 +124,80 @@ void WriteVerdictJson(JsonWriter& w, const OomVerdict& v) {
   w.EndObject();
 }
 
+void WriteAutogradJson(JsonWriter& w, const AutogradView& v) {
+  w.Key("autograd");
+  w.BeginObject();
+  w.Member("grad_mode_known", v.grad_known);
+  w.Member("live_bytes", v.live_bytes);
+  w.Member("recording_bytes", v.recording_bytes);
+  const GraphFinding& f = v.finding;
+  w.Key("fix");
+  if (f.fix == GraphFix::kNone) {
+    w.Null();
+  } else {
+    w.String(GraphFixName(f.fix));
+  }
+  w.Member("fix_bytes", f.bytes);
+  w.Member("fix_tensors", f.count);
+  w.Member("backward_passes", f.backward_passes);
+  w.Member("steps", f.steps);
+  w.Key("where");
+  if (f.where.has_value()) {
+    WriteFrame(w, *f.where);
+  } else {
+    w.Null();
+  }
+  w.Key("backward");
+  w.BeginObject();
+  w.Member("bytes", v.backward.bytes);
+  w.Member("tensors", v.backward.count);
+  w.Member("named_bytes", v.backward.named_bytes);
+  w.Key("nodes");
+  w.BeginArray();
+  for (const BackwardNode& n : v.backward.nodes) {
+    w.BeginObject();
+    w.Key("node");
+    if (n.node.empty()) {
+      w.Null();
+    } else {
+      w.String(n.node);
+    }
+    w.Member("bytes", n.bytes);
+    w.Member("tensors", n.count);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  w.EndObject();
+}
+
+void WriteOtherProcessesJson(JsonWriter& w, const OtherProcesses& p) {
+  w.Key("other_processes");
+  if (!p.listed) {
+    w.Null();
+  } else {
+    w.BeginArray();
+    for (const GpuProcessInfo& process : p.others) {
+      w.BeginObject();
+      w.Member("pid", process.pid);
+      w.Key("bytes");
+      if (process.used_unknown) {
+        w.Null();
+      } else {
+        w.Uint(process.used_bytes);
+      }
+      w.Member("command", process.command);
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+  w.Member("processes_listed_at_failure", p.at_failure);
+  w.Member("processes_pids", p.pids == GpuProcessesInfo::Pids::kSame             ? "same"
+                             : p.pids == GpuProcessesInfo::Pids::kOtherNamespace ? "other_namespace"
+                                                                                 : "unknown");
+  w.Member("processes_error", p.error);
+}
+
 void WriteTorchPeaksJson(JsonWriter& w, const PeakReport& r) {
   if (!r.torch_layer.present) return;
   w.Key("allocator");
@@ -170,6 +245,8 @@ void WriteTorchOomsJson(JsonWriter& w, const OomReport& r) {
     WriteGroups(w, o.tensors_by_python);
     w.Member("python_groups", o.python_groups);
     w.Member("python_other_bytes", o.python_other_bytes);
+    WriteAutogradJson(w, o.autograd);
+    WriteOtherProcessesJson(w, o.verdict.processes);
     w.EndObject();
   }
   w.EndArray();

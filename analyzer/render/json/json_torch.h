@@ -18,6 +18,10 @@ void WriteTorchLeaksJson(JsonWriter& w, const LeakReport& report);
 void WriteTorchOomsJson(JsonWriter& w, const OomReport& report);
 // Member "verdict" of a failed driver allocation PyTorch's allocator asked for.
 void WriteVerdictJson(JsonWriter& w, const OomVerdict& verdict);
+// "autograd": what kept the live tensors (the fix and its line) and the backward pass's holders by autograd node.
+void WriteAutogradJson(JsonWriter& w, const AutogradView& view);
+// "other_processes": the other processes on the device (NVML), null when none were listed.
+void WriteOtherProcessesJson(JsonWriter& w, const OtherProcesses& processes);
 
 }  // namespace cumemtrace::analyzer
 

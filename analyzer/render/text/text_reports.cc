@@ -141,10 +141,11 @@ void AppendReplayChecks(const OomReport& r, std::string* out) {
   for (const ReplayCheck& c : r.replay_checks) {
     const std::string what = c.without_outside ? "without the memory outside PyTorch" : c.setting;
     answers.push_back(c.oom ? absl::StrCat(what, ": still out of memory")
-                            : absl::StrCat(what, ": runs through, ", HumanBytes(c.reserved_peak),
+                            : absl::StrCat(what, ": every recorded request fits, ", HumanBytes(c.reserved_peak),
                                            " reserved at the peak"));
   }
   if (answers.empty()) return;
+  // The replay knows the requests up to the end of the trace: a run that stopped at its OOM made none after it.
   absl::StrAppend(out, "  the allocator replay (it reproduced this run exactly",
                   r.replay_under_cap ? absl::StrCat("; the memory cap kept as recorded, between ", HumanBytes(r.cap_low),
                                                     " and ", HumanBytes(r.cap_high))
@@ -408,6 +409,8 @@ std::string OomText(const Overview& o, const OomReport& r) {
     const TorchOomEntry& last = r.torch_ooms.back();
     absl::StrAppend(&out, DeviceName(last.device), ": PyTorch ran out of memory: ",
                     VerdictText(last.verdict, last.tensors), "\n");
+    out += AutogradText(last.autograd);
+    out += OtherProcessesText(last.device, last.verdict.processes);
     AppendReplayChecks(r, &out);
     AppendTorchLayerNote(r.torch_layer, &out);
     absl::StrAppend(&out, "\n", Plural(r.torch_total, "OOM in PyTorch's allocator", "OOMs in PyTorch's allocator"),
@@ -420,6 +423,7 @@ std::string OomText(const Overview& o, const OomReport& r) {
   if (r.total == 0) return out;
   if (const OomEntry* last = r.LastFailure(); last != nullptr) {
     out += OomDiagnosis(*last);
+    if (r.torch_ooms.empty()) out += OtherProcessesText(last->device, last->processes);
     if (r.total - r.recovered > 1) absl::StrAppend(&out, "(that was the last of them)\n");
   }
   out += "\n";
@@ -468,9 +472,12 @@ std::string DiagnosisText(const OomReport& ooms, const LeakReport& leaks, const 
     const TorchOomEntry& last = ooms.torch_ooms.back();
     absl::StrAppend(&out, "Out of memory: ", DeviceName(last.device), ": PyTorch ran out of memory: ",
                     VerdictText(last.verdict, last.tensors), "\n");
+    out += AutogradText(last.autograd);
+    out += OtherProcessesText(last.device, last.verdict.processes);
     AppendReplayChecks(ooms, &out);
   } else if (failure != nullptr) {
     absl::StrAppend(&out, "Out of memory: ", OomDiagnosis(*failure));
+    out += OtherProcessesText(failure->device, failure->processes);
   }
   if (leaks.torch_layer.present) out += TorchLeakDiagnosis(leaks);
   out += LeakHeadline(leaks);

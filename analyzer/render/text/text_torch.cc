@@ -4,20 +4,54 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "analyzer/model/stacks/frame_class.h"
 #include "analyzer/render/text/text_common.h"
 
 namespace cumemtrace::analyzer {
 namespace {
+
+// "pid 818 (python3 x.py holder) 59.98 GiB, pid 90 ...".
+std::string ProcessList(const OtherProcesses& p) {
+  std::vector<std::string> parts;
+  for (const GpuProcessInfo& process : p.others) {
+    std::string part = absl::StrCat("pid ", process.pid);
+    if (!process.command.empty()) {
+      std::string command = Printable(process.command);
+      if (command.size() > 60) command = command.substr(0, 57) + "...";
+      absl::StrAppend(&part, " (", command, ")");
+    }
+    absl::StrAppend(&part, " ", process.used_unknown ? std::string("memory unknown") : HumanBytes(process.used_bytes));
+    parts.push_back(std::move(part));
+  }
+  return absl::StrJoin(parts, ", ");
+}
 
 std::string OutsideText(const OomVerdict& v) {
   std::vector<std::string> parts;
   for (const OutsideOwner& o : v.outside) {
     parts.push_back(absl::StrCat(Printable(o.name.display_name), " ", HumanBytes(o.bytes)));
   }
+  const OtherProcesses& p = v.processes;
   if (v.has_outside_untraced && v.outside_untraced_bytes != 0) {
-    parts.push_back(absl::StrCat("not traced (CUDA context, other processes) ", HumanBytes(v.outside_untraced_bytes)));
+    if (p.listed && !p.others.empty() && p.pids == GpuProcessesInfo::Pids::kSame) {
+      // NVML's per-process figures: the rest of what is not traced is this process's own (its CUDA context).
+      const uint64_t rest = v.outside_untraced_bytes > p.others_bytes ? v.outside_untraced_bytes - p.others_bytes : 0;
+      parts.push_back(absl::StrCat("other processes ", HumanBytes(p.others_bytes), ": ", ProcessList(p)));
+      if (rest != 0) parts.push_back(absl::StrCat("not traced (CUDA context) ", HumanBytes(rest)));
+    } else {
+      parts.push_back(
+          absl::StrCat("not traced (CUDA context, other processes) ", HumanBytes(v.outside_untraced_bytes)));
+    }
   }
   return parts.empty() ? std::string("none seen") : absl::StrJoin(parts, ", ");
+}
+
+// "the code at train.py:41 in evaluate()", or `otherwise`.
+std::string LineOf(const std::optional<Frame>& where, const char* otherwise) {
+  if (!where.has_value()) return otherwise;
+  std::string file = where->file.empty() ? std::string("??") : Printable(std::string(ShortPath(where->file)));
+  if (where->line != 0) absl::StrAppend(&file, ":", where->line);
+  return absl::StrCat("the code at ", file, " in ", Printable(where->function), "()");
 }
 
 std::string WhereOf(const ResolvedGroup& g) {
@@ -63,6 +97,9 @@ void AppendTorchFigures(const TorchPeakSection& s, std::string* out) {
   absl::StrAppendFormat(out, "  at the end: %s allocated in %s, %s reserved, largest cached free block %s\n",
                         HumanBytes(s.at_end.allocated_bytes), Plural(s.at_end.allocations, "tensor", "tensors"),
                         HumanBytes(s.at_end.reserved_bytes), HumanBytes(s.at_end.largest_free_block));
+  if (std::string autograd = AutogradText(s.autograd); !autograd.empty()) {
+    absl::StrAppend(out, "  at the allocated peak: ", autograd);
+  }
 }
 
 }  // namespace
@@ -70,6 +107,11 @@ void AppendTorchFigures(const TorchPeakSection& s, std::string* out) {
 void AppendTorchPeaks(const std::vector<TorchPeakSection>& sections, bool details, std::string* out) {
   for (const TorchPeakSection& s : sections) {
     AppendTorchFigures(s, out);
+    if (details) {
+      if (std::string backward = BackwardText(s.autograd.backward); !backward.empty()) {
+        absl::StrAppend(out, "  at the allocated peak: ", backward);
+      }
+    }
     if (!s.at_allocated_peak.empty()) {
       absl::StrAppend(out, "  tensors live at the allocated peak:\n");
       AppendGroups(s.at_allocated_peak, s.allocated_peak_other_bytes, s.allocated_peak_other_count,
@@ -87,6 +129,62 @@ void AppendTorchPeaks(const std::vector<TorchPeakSection>& sections, bool detail
 void AppendTorchPeakFigures(const std::vector<TorchPeakSection>& sections, std::string* out) {
   for (const TorchPeakSection& s : sections) AppendTorchFigures(s, out);
   if (!sections.empty()) out->push_back('\n');
+}
+
+std::string AutogradText(const AutogradView& v) {
+  const GraphFinding& f = v.finding;
+  switch (f.fix) {
+    case GraphFix::kNoGrad:
+      return absl::StrFormat(
+          "Autograd: %s of the %s of live tensors were made inside the model while autograd recorded, by code no "
+          "backward pass followed (after %s): their graph keeps them. Wrap %s in `with torch.no_grad():`\n",
+          HumanBytes(f.bytes), HumanBytes(v.live_bytes), Plural(f.backward_passes, "backward pass", "backward passes"),
+          LineOf(f.where, "the code that made them"));
+    case GraphFix::kItem:
+      return absl::StrFormat(
+          "Autograd: %s in %s made by %s while autograd recorded outlived the backward passes of %u steps: "
+          "something keeps them from step to step, typically a running total of a tensor (`total += value`) that "
+          "keeps each step's graph. Keep `value.item()` (a Python number) or a CPU copy of what that line "
+          "computes, not the tensor\n",
+          HumanBytes(f.bytes), Plural(f.count, "tensor", "tensors"), LineOf(f.where, "one line"), f.steps);
+    case GraphFix::kNone:
+      break;
+  }
+  return "";
+}
+
+std::string BackwardText(const BackwardAttribution& b) {
+  if (b.bytes == 0) return "";
+  std::vector<std::string> parts;
+  for (const BackwardNode& n : b.nodes) {
+    if (parts.size() == 5) break;
+    parts.push_back(absl::StrCat(n.node.empty() ? std::string("no autograd node") : Printable(n.node), " ",
+                                 HumanBytes(n.bytes)));
+  }
+  return absl::StrFormat("Backward pass: %s in %s made by autograd's engine (%s named by autograd node): %s\n",
+                         HumanBytes(b.bytes), Plural(b.count, "tensor", "tensors"),
+                         HumanBytes(b.named_bytes), absl::StrJoin(parts, ", "));
+}
+
+std::string OtherProcessesText(int32_t device, const OtherProcesses& p) {
+  if (!p.listed) {
+    if (p.error.empty()) return "";
+    return absl::StrCat("Other processes on ", DeviceName(device), ": unknown (", Printable(p.error), ")\n");
+  }
+  const std::string when = p.at_failure ? "at the failure" : absl::StrCat(Seconds(p.age_ns), " before the failure");
+  if (p.others.empty()) {
+    if (p.pids == GpuProcessesInfo::Pids::kSame) {
+      return absl::StrCat("Other processes on ", DeviceName(device), " ", when, ": none\n");
+    }
+    return "";
+  }
+  std::string out = absl::StrCat("Other processes on ", DeviceName(device), " ", when, ": ", ProcessList(p));
+  if (p.pids == GpuProcessesInfo::Pids::kOtherNamespace) {
+    absl::StrAppend(&out, " (pids as the host sees them: this process runs in another pid namespace, a container, "
+                          "and is one of them)");
+  }
+  out += "\n";
+  return out;
 }
 
 // What is still short when the cause alone would not make room.
@@ -150,7 +248,11 @@ void AppendTorchOom(const TorchOomEntry& o, bool details, std::string* out) {
   absl::StrAppendFormat(out, "  device: %s free%s; outside PyTorch: %s\n", HumanBytes(v.driver_free_bytes),
                         v.device_total_bytes != 0 ? absl::StrCat(" of ", HumanBytes(v.device_total_bytes)) : "",
                         OutsideText(v));
+  if (std::string autograd = AutogradText(o.autograd); !autograd.empty()) absl::StrAppend(out, "  ", autograd);
   if (!details) return;
+  if (std::string backward = BackwardText(o.autograd.backward); !backward.empty()) {
+    absl::StrAppend(out, "  ", backward);
+  }
   if (!o.tensors.empty()) {
     absl::StrAppend(out, "  tensors live then, by group:\n");
     AppendGroups(o.tensors, o.tensor_other_bytes, o.tensor_other_count, o.tensor_groups, out);

@@ -21,6 +21,14 @@ void AppendTorchPeaks(const std::vector<TorchPeakSection>& sections, bool detail
 void AppendTorchPeakFigures(const std::vector<TorchPeakSection>& sections, std::string* out);
 // "fragmentation: ...", "live tensors: ...", "memory outside PyTorch: ..." (no newline).
 std::string VerdictText(const OomVerdict& verdict, const std::vector<ResolvedGroup>& tensors);
+// What autograd kept alive and the change to make ("Autograd: ... Wrap ... in `with torch.no_grad():`."), one line
+// with its newline; "" when there is no finding.
+std::string AutogradText(const AutogradView& view);
+// "Backward pass: X in N tensors made by autograd's engine: MmBackward0 ..., ..." (one line), "" when none.
+std::string BackwardText(const BackwardAttribution& backward);
+// "Other processes on GPU 0 at the failure: pid 818 (python3 x.py) 59.98 GiB." (one line), "" when none were
+// listed and nothing says why.
+std::string OtherProcessesText(int32_t device, const OtherProcesses& processes);
 // One TORCH_OOM: the verdict, PyTorch's figures, and (details) the tensors live then by group and Python frame.
 void AppendTorchOom(const TorchOomEntry& oom, bool details, std::string* out);
 // The diagnosis line of the leak report when the trace has the layer: tensors apart from the cache.

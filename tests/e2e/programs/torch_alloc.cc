@@ -1,7 +1,8 @@
 // End-to-end test program (q): PyTorch's caching allocator as the fake libc10_cuda.so plays it. The allocator's
 // own driver allocations are where the preload attaches its trace tracker; the fake writes a ledger of every trace
 // entry it emits (FAKE_TORCH_LEDGER), which the tests compare with the trace. Scenario in argv[1]:
-//   basic   blocks in small and large segments, frees, an emptied cache, one block live at exit
+//   basic   blocks in small and large segments (one under the fake's no_grad), frees, an emptied cache, one block
+//           live at exit
 //   retry   a driver allocation from the library before its allocator exists, then basic
 //   oom     a request the driver refuses (FAKE_CUDA_FAIL_ABOVE): the allocator's OOM entry
 //   devices two device allocators
@@ -14,6 +15,7 @@ void fake_torch_init(int device_count);
 void* fake_torch_malloc(size_t size, int device);
 void fake_torch_free(void* ptr);
 void fake_torch_empty_cache();
+void fake_torch_set_grad_enabled(int enabled);  // fake libc10.so
 CUdeviceptr fake_torch_raw_alloc(size_t size);
 }
 
@@ -25,7 +27,9 @@ using cumemtrace::e2e::kMiB;
 void Basic(int device) {
   void* a = fake_torch_malloc(1000, device);
   void* b = fake_torch_malloc(3 * kMiB, device);
+  fake_torch_set_grad_enabled(0);  // as under torch.no_grad()
   void* c = fake_torch_malloc(100, device);
+  fake_torch_set_grad_enabled(1);
   E2E_CHECK(a != nullptr && b != nullptr && c != nullptr);
   fake_torch_free(a);
   void* d = fake_torch_malloc(512, device);

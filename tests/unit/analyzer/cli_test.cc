@@ -55,7 +55,7 @@ TEST_F(Cli, HelpAndVersion) {
   EXPECT_EQ(r.out.rfind("usage: cumem-analyze [subcommand] TRACE.pb", 0), 0u);
   r = Tool({"--version"});
   EXPECT_EQ(r.code, 0);
-  EXPECT_NE(r.out.find("reads trace format versions up to 3"), std::string::npos);
+  EXPECT_NE(r.out.find("reads trace format versions up to 4"), std::string::npos);
 }
 
 // Every command, given a trace it cannot read, exits 2 with one line on stderr and writes nothing to stdout or to

@@ -129,11 +129,11 @@ TEST(ReaderErrors, HeaderCutOff) {
 TEST(ReaderErrors, NewerVersion) {
   format::Header h = TraceBuilder::DefaultHeader();
   h.set_format_version(format::kFormatVersion + 1);
-  const std::string path = TraceBuilder().Header(h).Write("v4.pb");
+  const std::string path = TraceBuilder().Header(h).Write("v5.pb");
   Recorder r;
   ReadStats stats;
   EXPECT_EQ(Read(path, &r, &stats).message(),
-            path + ": trace format version 4 is newer than this cumem-analyze reads (up to 3); upgrade cumem-analyze");
+            path + ": trace format version 5 is newer than this cumem-analyze reads (up to 4); upgrade cumem-analyze");
 }
 
 TEST(ReaderErrors, BadTag) {
