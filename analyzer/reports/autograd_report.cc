@@ -83,28 +83,9 @@ const char* GraphFixName(GraphFix fix) {
 
 std::string AutogradNodeOf(const std::vector<Frame>& frames) {
   for (const Frame& f : frames) {
-    absl::string_view name = f.function;
-    if (!absl::StartsWith(name, "torch::autograd::")) continue;
-    // "torch::autograd::generated::MmBackward0::apply(std::vector<...>&&)", "torch::autograd::AccumulateGrad::
-    // apply(...)": the class before the apply (templates such as CppNode<T> kept whole).
-    size_t apply = name.find("::apply(");
-    if (apply == absl::string_view::npos) apply = name.find("::apply_with_saved(");
-    if (apply == absl::string_view::npos) continue;
-    absl::string_view owner = name.substr(0, apply);
-    int depth = 0;
-    size_t start = 0;
-    for (size_t i = owner.size(); i > 0; --i) {
-      const char c = owner[i - 1];
-      if (c == '>') ++depth;
-      if (c == '<') --depth;
-      if (depth == 0 && c == ':' && i >= 2 && owner[i - 2] == ':') {
-        start = i;
-        break;
-      }
-    }
-    absl::string_view node = owner.substr(start);
-    if (node.empty() || node == "Engine") continue;
-    return std::string(node);
+    if (f.kind != FrameKind::kNative) continue;
+    std::string node = AutogradNodeName(f.function);
+    if (!node.empty()) return node;
   }
   return "";
 }

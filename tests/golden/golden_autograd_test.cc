@@ -79,6 +79,10 @@ TEST(BackwardNodes, GptTwosBackwardTensorsAreNamedByNode) {
   bool mm = false;
   for (const JsonValue& n : backward["nodes"].array()) mm |= !n["node"].is_null() && n["node"].str() == "MmBackward0";
   EXPECT_TRUE(mm);
+  // Their groups (no user frame on the engine's thread) are keyed by the node, not by the allocator's frame.
+  const std::string text = Text({"peak", Example("backward_gpt2_h100.pb")});
+  EXPECT_NE(text.find("no user frame; in torch::autograd::generated::MmBackward0::apply("), std::string::npos) << text;
+  EXPECT_EQ(text.find("no user frame; in c10::cuda::CUDACachingAllocator"), std::string::npos) << text;
 }
 
 // Beside another process: the OOM names it with the memory PyTorch's own message gave it.

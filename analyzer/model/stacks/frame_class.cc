@@ -129,4 +129,27 @@ absl::string_view ShortPath(absl::string_view path) {
   return best == absl::string_view::npos ? path : path.substr(best);
 }
 
+std::string AutogradNodeName(absl::string_view name) {
+  if (!absl::StartsWith(name, "torch::autograd::")) return "";
+  size_t apply = name.find("::apply(");
+  if (apply == absl::string_view::npos) apply = name.find("::apply_with_saved(");
+  if (apply == absl::string_view::npos) return "";
+  // The class before the apply: back to the last "::" outside template brackets.
+  const absl::string_view owner = name.substr(0, apply);
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = owner.size(); i > 0; --i) {
+    const char c = owner[i - 1];
+    if (c == '>') ++depth;
+    if (c == '<') --depth;
+    if (depth == 0 && c == ':' && i >= 2 && owner[i - 2] == ':') {
+      start = i;
+      break;
+    }
+  }
+  const absl::string_view node = owner.substr(start);
+  if (node.empty() || node == "Engine") return "";
+  return std::string(node);
+}
+
 }  // namespace cumemtrace::analyzer

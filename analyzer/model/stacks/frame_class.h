@@ -17,6 +17,7 @@
 #define CUMEMTRACE_ANALYZER_MODEL_STACKS_FRAME_CLASS_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/strings/string_view.h"
 
@@ -33,6 +34,11 @@ enum class FrameClass : uint8_t { kUser, kLibrary, kRuntime, kMarker };
 // _start), not by path.
 FrameClass ClassifyFrame(FrameKind kind, absl::string_view path, absl::string_view executable,
                          absl::string_view function = "");
+
+// The autograd node a native frame runs, from its demangled name: "MmBackward0" for
+// "torch::autograd::generated::MmBackward0::apply(std::vector<...>&&)", "AccumulateGrad", "CppNode<F>" (templates
+// kept whole); "" for any other frame. A backward pass's allocation has its node's frame above the kernels.
+std::string AutogradNodeName(absl::string_view function);
 
 // "user", "library", "runtime", "marker".
 const char* FrameClassName(FrameClass c);

@@ -55,6 +55,15 @@ FrameClass StackGrouper::ClassOf(uint64_t pc) const {
   return it->second;
 }
 
+bool StackGrouper::IsAutogradNodeFrame(uint64_t pc) const {
+  auto [it, inserted] = node_by_pc_.try_emplace(pc, false);
+  if (inserted) {
+    const Frame& f = resolver_.ResolvePc(pc);
+    it->second = f.function_known && !AutogradNodeName(f.function).empty();
+  }
+  return it->second;
+}
+
 bool StackGrouper::Matches(uint64_t pc) const {
   if (!regex_.has_value()) return false;
   auto [it, inserted] = match_by_pc_.try_emplace(pc, false);
@@ -78,11 +87,13 @@ const StackKeyInfo& StackGrouper::Describe(uint64_t stack) const {
   StackKeyInfo& info = it->second;
   if (!inserted) return info;
   info.key = GroupKey{GroupKey::Kind::kStack, stack};
+  std::optional<uint64_t> node_frame;  // an autograd node's apply: what a backward allocation is grouped by
   for (uint64_t pc : stacks_.Pcs(stack)) {
     const FrameClass c = ClassOf(pc);
     if (!info.outer_frame.has_value() && c != FrameClass::kRuntime && c != FrameClass::kMarker) {
       info.outer_frame = Canonical(pc);
     }
+    if (!node_frame.has_value() && !format::IsPythonFramePc(pc) && IsAutogradNodeFrame(pc)) node_frame = pc;
     bool wanted = c == FrameClass::kUser;
     if (options_.by == GroupBy::kFrame) wanted = Matches(pc);
     if (options_.by == GroupBy::kPython) wanted = format::IsPythonFramePc(pc) && c != FrameClass::kMarker;
@@ -94,6 +105,10 @@ const StackKeyInfo& StackGrouper::Describe(uint64_t stack) const {
   if (options_.by == GroupBy::kStack) return info;
   if (info.user_frame.has_value()) {
     info.key = GroupKey{GroupKey::Kind::kFrame, *info.user_frame};
+  } else if (node_frame.has_value()) {
+    // No user frame on autograd's engine threads: the node (MmBackward0...) says more than the allocator's frame.
+    info.outer_frame = node_frame;
+    info.key = GroupKey{GroupKey::Kind::kFallback, *node_frame};
   } else if (info.outer_frame.has_value()) {
     info.key = GroupKey{GroupKey::Kind::kFallback, *info.outer_frame};
   }

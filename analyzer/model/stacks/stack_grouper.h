@@ -79,6 +79,7 @@ class StackGrouper {
 
  private:
   bool Matches(uint64_t pc) const;
+  bool IsAutogradNodeFrame(uint64_t pc) const;
   uint64_t Canonical(uint64_t pc) const;
 
   const StackTable& stacks_;
@@ -90,6 +91,7 @@ class StackGrouper {
   mutable absl::flat_hash_map<uint64_t, StackKeyInfo> by_stack_;
   mutable absl::flat_hash_map<uint64_t, FrameClass> class_by_pc_;
   mutable absl::flat_hash_map<uint64_t, bool> match_by_pc_;
+  mutable absl::flat_hash_map<uint64_t, bool> node_by_pc_;
   // (function, file, line) string ids of a Python frame -> the first pc seen with them.
   mutable absl::flat_hash_map<std::tuple<uint32_t, uint32_t, uint32_t>, uint64_t> python_pc_;
 };
