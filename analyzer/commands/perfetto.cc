@@ -15,7 +15,7 @@ int Run(const CommandLine& cl, Console& console) {
   history.buckets = kPerfettoBuckets;
   absl::StatusOr<ModelAndHistory> m = AnalyzeWithHistory(cl, ExportNeeds(cl), history, console);
   if (!m.ok()) return console.Error(m.status());
-  return console.WriteOutput(cl.output, PerfettoTrace(*m->analysis, m->history));
+  return console.WriteOutput(cl.output, PerfettoTrace(BuildTimelineReport(*m->analysis, m->history)));
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ int Run(const CommandLine& cl, Console& console) {
   if (!m.ok()) return console.Error(m.status());
   const Analysis& a = *m->analysis;
   const std::vector<WeightedStack> inuse = cl.leaks ? LeakStacks(a, cl.bounds) : PeakStacks(a, cl.bounds);
-  return console.WriteOutput(cl.output, Gzip(PprofProfile(a, m->history, inuse)));
+  return console.WriteOutput(cl.output, Gzip(PprofProfile(BuildProfileReport(a, m->history, inuse))));
 }
 
 }  // namespace

@@ -6,10 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "analyzer/model/memory/cuda_errors.h"
-#include "analyzer/model/trace_info.h"
 #include "analyzer/render/text/text_common.h"
-#include "analyzer/reports/stack_weights.h"
 #include "proto/perfetto_trace.pb.h"
 
 namespace cumemtrace::analyzer {
@@ -33,7 +30,7 @@ TracePacket* NewPacket(perfetto::Trace& trace, uint64_t timestamp) {
   return p;
 }
 
-void CounterTrack(perfetto::Trace& trace, uint64_t ts, uint64_t uuid, const std::string& name) {
+void DescribeCounterTrack(perfetto::Trace& trace, uint64_t ts, uint64_t uuid, const std::string& name) {
   perfetto::TrackDescriptor* d = NewPacket(trace, ts)->mutable_track_descriptor();
   d->set_uuid(uuid);
   d->set_parent_uuid(kProcessUuid);
@@ -72,92 +69,76 @@ void Annotate(TrackEvent* e, const std::string& name, uint64_t value) {
 
 }  // namespace
 
-std::string PerfettoTrace(const Analysis& a, const History& h) {
+std::string PerfettoTrace(const TimelineReport& r) {
   perfetto::Trace trace;
-  const uint64_t start = static_cast<uint64_t>(std::max<int64_t>(a.info.StartNs(), 0));
+  const uint64_t start = static_cast<uint64_t>(std::max<int64_t>(r.start_ns, 0));
   auto at = [&](int64_t rel) { return start + static_cast<uint64_t>(std::max<int64_t>(rel, 0)); };
 
   TracePacket* first = NewPacket(trace, start);
   first->set_sequence_flags(1);  // SEQ_INCREMENTAL_STATE_CLEARED
   perfetto::TrackDescriptor* process = first->mutable_track_descriptor();
   process->set_uuid(kProcessUuid);
-  process->mutable_process()->set_pid(a.info.header.pid);
-  std::string name = a.info.header.argv.empty() ? a.info.path : a.info.header.argv.front();
-  for (size_t i = 1; i < a.info.header.argv.size() && i < 4; ++i) absl::StrAppend(&name, " ", a.info.header.argv[i]);
-  process->mutable_process()->set_process_name(absl::StrCat(name, " (CUDA memory)"));
+  process->mutable_process()->set_pid(r.pid);
+  process->mutable_process()->set_process_name(absl::StrCat(r.process_name, " (CUDA memory)"));
   EventTrack(trace, start, kOomUuid, "failed allocations");
   EventTrack(trace, start, kPeakUuid, "peaks");
 
-  for (size_t i = 0; i < h.series.size(); ++i) {
-    const BucketedSeries& s = h.series[i];
+  for (size_t i = 0; i < r.series.size(); ++i) {
     const uint64_t uuid = kSeriesUuid + i;
-    CounterTrack(trace, start, uuid, TimelineName(s.device, s.series));
-    bool any = false;
-    uint64_t last = 0;
-    for (int b = 0; b < h.buckets; ++b) {
-      const int64_t t0 = b * h.bucket_ns;
-      if (!any || s.max[b] != last) Counter(trace, at(t0), uuid, s.max[b]);
-      if (s.last[b] != s.max[b] && h.bucket_ns > 1) {
-        Counter(trace, at(SaturatingAdd(t0, h.bucket_ns - 1)), uuid, s.last[b]);  // the last bucket may end past int64
-      }
-      last = s.last[b];
-      any = true;
-    }
+    DescribeCounterTrack(trace, start, uuid, r.series[i].name);
+    for (const CounterPoint& p : r.series[i].points) Counter(trace, at(p.time_ns), uuid, p.bytes);
   }
   absl::flat_hash_map<int32_t, bool> driver_tracks;
-  for (const DriverPoint& p : h.driver) {
+  for (const DriverUsed& p : r.driver) {
     const uint64_t uuid = kDriverUuid + static_cast<uint64_t>(p.device + 1);
     if (!driver_tracks[p.device]) {
       driver_tracks[p.device] = true;
-      CounterTrack(trace, start, uuid, absl::StrCat(DeviceName(p.device), " driver: used"));
+      DescribeCounterTrack(trace, start, uuid, absl::StrCat(DeviceName(p.device), " driver: used"));
     }
-    Counter(trace, at(p.time_ns), uuid, p.used_bytes);
+    Counter(trace, at(p.time_ns), uuid, p.bytes);
   }
   // Phases (NVTX ranges): pushed ranges as nested slices on a track per thread and domain; a start/end range,
   // which may overlap others, on a track of its own.
   absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint64_t> phase_tracks;
   uint64_t next_phase_track = kPhaseUuid;
-  for (const PhaseRange& r : a.phases.ranges) {
+  for (const PhaseSpan& p : r.phases) {
     uint64_t uuid;
-    if (r.stacked) {
-      auto [it, inserted] = phase_tracks.try_emplace(std::make_pair(r.thread, r.domain), next_phase_track);
+    if (p.stacked) {
+      auto [it, inserted] = phase_tracks.try_emplace(std::make_pair(p.thread, p.domain), next_phase_track);
       if (inserted) {
         ++next_phase_track;
         EventTrack(trace, start, it->second,
-                   absl::StrCat("phases: thread ", r.thread, r.domain != 0 ? absl::StrCat(" domain ", r.domain) : ""));
+                   absl::StrCat("phases: thread ", p.thread, p.domain != 0 ? absl::StrCat(" domain ", p.domain) : ""));
       }
       uuid = it->second;
     } else {
       uuid = next_phase_track++;
-      EventTrack(trace, start, uuid, absl::StrCat("phase: ", r.name));
+      EventTrack(trace, start, uuid, absl::StrCat("phase: ", p.name));
     }
-    TrackEvent* begin = NewPacket(trace, at(a.info.Relative(r.begin_ns)))->mutable_track_event();
+    TrackEvent* begin = NewPacket(trace, at(p.begin_ns))->mutable_track_event();
     begin->set_type(TrackEvent::TYPE_SLICE_BEGIN);
     begin->set_track_uuid(uuid);
-    begin->set_name(r.name);
+    begin->set_name(p.name);
     begin->add_categories("nvtx");
-    TrackEvent* end = NewPacket(trace, at(a.info.Relative(r.end_ns)))->mutable_track_event();
+    TrackEvent* end = NewPacket(trace, at(p.end_ns))->mutable_track_event();
     end->set_type(TrackEvent::TYPE_SLICE_END);
     end->set_track_uuid(uuid);
   }
-  for (const OomRecord& r : a.ooms) {
-    const Event& e = r.event;
-    TrackEvent* ev = Instant(trace, at(a.info.Relative(e.time_ns)), kOomUuid,
-                             absl::StrCat("OOM: ", e.info->name, " ", HumanBytes(e.size), " on ", DeviceName(e.device),
-                                          " (", CudaErrorString(e.result), ")"));
-    Annotate(ev, "requested_bytes", e.size);
-    Annotate(ev, "live_bytes", r.live_bytes);
-    if (e.has_mem_info) {
-      Annotate(ev, "free_bytes", e.free_bytes);
-      Annotate(ev, "total_bytes", e.total_bytes);
+  for (const OomInstant& o : r.ooms) {
+    TrackEvent* ev = Instant(trace, at(o.time_ns), kOomUuid,
+                             absl::StrCat("OOM: ", o.api, " ", HumanBytes(o.requested_bytes), " on ",
+                                          DeviceName(o.device), " (", o.error, ")"));
+    Annotate(ev, "requested_bytes", o.requested_bytes);
+    Annotate(ev, "live_bytes", o.live_bytes);
+    if (o.has_mem_info) {
+      Annotate(ev, "free_bytes", o.free_bytes);
+      Annotate(ev, "total_bytes", o.total_bytes);
     }
   }
-  for (const PeakResult& p : a.peaks) {
-    if (p.series != kDeviceTotalSeries && !IsHostMemory(static_cast<format::Kind>(p.series))) continue;
-    TrackEvent* ev = Instant(trace, at(a.info.Relative(p.counter.peak.time_ns)), kPeakUuid,
-                             absl::StrCat("peak of ", TimelineName(p.device, p.series), ": ",
-                                          HumanBytes(p.counter.peak_bytes)));
-    Annotate(ev, "peak_bytes", p.counter.peak_bytes);
+  for (const PeakInstant& p : r.peaks) {
+    TrackEvent* ev = Instant(trace, at(p.time_ns), kPeakUuid,
+                             absl::StrCat("peak of ", p.timeline, ": ", HumanBytes(p.peak_bytes)));
+    Annotate(ev, "peak_bytes", p.peak_bytes);
   }
   return trace.SerializeAsString();
 }

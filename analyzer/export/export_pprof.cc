@@ -13,11 +13,9 @@
 namespace cumemtrace::analyzer {
 namespace {
 
-constexpr size_t kMaxFrames = 4096;
-
 class ProfileBuilder {
  public:
-  explicit ProfileBuilder(const Analysis& a) : resolver_(a.stacks, a.symbols, a.python_frames) { String(""); }
+  explicit ProfileBuilder(const ProfileReport& r) : report_(r) { String(""); }
 
   // pprof's string table is proto3 `string`: names and paths from the trace (bytes) are repaired to UTF-8 there
   // (found by tests/fuzz: a module path with a stray byte made a profile `go tool pprof` rejects).
@@ -27,25 +25,25 @@ class ProfileBuilder {
     return it->second;
   }
 
-  void AddSample(uint64_t stack, const std::array<int64_t, 4>& values, const std::string& timeline) {
+  void AddSample(const ProfileSample& sample) {
     pprof::Sample* s = profile_.add_sample();
-    for (uint64_t loc : Locations(stack)) s->add_location_id(loc);
-    for (int64_t v : values) s->add_value(v);
-    if (!timeline.empty()) {
+    for (uint64_t loc : Locations(sample.stack)) s->add_location_id(loc);
+    for (int64_t v : sample.values) s->add_value(v);
+    if (!sample.timeline.empty()) {
       pprof::Label* l = s->add_label();
       l->set_key(String("timeline"));
-      l->set_str(String(timeline));
+      l->set_str(String(sample.timeline));
     }
   }
 
   pprof::Profile& profile() { return profile_; }
 
  private:
-  const std::vector<uint64_t>& Locations(uint64_t stack) {
+  const std::vector<uint64_t>& Locations(size_t stack) {
     auto it = stack_locations_.find(stack);
     if (it != stack_locations_.end()) return it->second;
     std::vector<uint64_t>& out = stack_locations_[stack];
-    for (const Frame& f : resolver_.ResolveStack(stack, kMaxFrames)) out.push_back(Location(f));
+    for (const Frame& f : report_.stacks[stack]) out.push_back(Location(f));
     return out;
   }
 
@@ -79,18 +77,18 @@ class ProfileBuilder {
     return it->second;
   }
 
-  FrameResolver resolver_;
+  const ProfileReport& report_;
   pprof::Profile profile_;
   absl::flat_hash_map<std::string, int64_t> strings_;
   absl::flat_hash_map<std::string, uint64_t> locations_;
   absl::flat_hash_map<std::string, uint64_t> functions_;
-  absl::flat_hash_map<uint64_t, std::vector<uint64_t>> stack_locations_;
+  absl::flat_hash_map<size_t, std::vector<uint64_t>> stack_locations_;
 };
 
 }  // namespace
 
-std::string PprofProfile(const Analysis& a, const History& h, const std::vector<WeightedStack>& inuse) {
-  ProfileBuilder b(a);
+std::string PprofProfile(const ProfileReport& r) {
+  ProfileBuilder b(r);
   pprof::Profile& p = b.profile();
   const char* kTypes[4][2] = {{"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"},
                               {"inuse_space", "bytes"}};
@@ -103,20 +101,10 @@ std::string PprofProfile(const Analysis& a, const History& h, const std::vector<
   p.mutable_period_type()->set_type(b.String("space"));
   p.mutable_period_type()->set_unit(b.String("bytes"));
   p.set_period(1);
-  p.set_time_nanos(a.info.header.start_unix_time_ns);
-  p.set_duration_nanos(a.info.DurationNs());
-  p.add_comment(b.String("cumemtrace: CUDA memory of " + a.info.path));
-
-  // Allocation totals, one sample per stack, in stack id order (deterministic output).
-  std::vector<std::pair<uint64_t, StackAllocations>> allocated(h.allocated_by_stack.begin(),
-                                                               h.allocated_by_stack.end());
-  std::sort(allocated.begin(), allocated.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-  for (const auto& [stack, t] : allocated) {
-    b.AddSample(stack, {static_cast<int64_t>(t.count), static_cast<int64_t>(t.bytes), 0, 0}, "");
-  }
-  for (const WeightedStack& w : inuse) {
-    b.AddSample(w.stack, {0, 0, static_cast<int64_t>(w.count), static_cast<int64_t>(w.bytes)}, w.root);
-  }
+  p.set_time_nanos(r.start_unix_time_ns);
+  p.set_duration_nanos(r.duration_ns);
+  p.add_comment(b.String("cumemtrace: CUDA memory of " + r.path));
+  for (const ProfileSample& s : r.samples) b.AddSample(s);
   return p.SerializeAsString();
 }
 

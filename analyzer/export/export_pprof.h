@@ -8,16 +8,13 @@
 #define CUMEMTRACE_ANALYZER_EXPORT_EXPORT_PPROF_H_
 
 #include <string>
-#include <vector>
 
-#include "analyzer/model/analysis.h"
-#include "analyzer/model/memory/history.h"
-#include "analyzer/reports/stack_weights.h"
+#include "analyzer/reports/profile_report.h"
 
 namespace cumemtrace::analyzer {
 
 // The serialized (not yet gzipped) Profile.
-std::string PprofProfile(const Analysis& analysis, const History& history, const std::vector<WeightedStack>& inuse);
+std::string PprofProfile(const ProfileReport& report);
 
 }  // namespace cumemtrace::analyzer
 
