@@ -33,7 +33,7 @@ int Run(const CommandLine& cl, Console& console) {
   needs.pinned = true;         // the pinned spikes' panel
   absl::StatusOr<ModelAndHistory> m = AnalyzeWithHistory(cl, needs, HistoryOptions{}, console);
   if (!m.ok()) return console.Error(m.status());
-  HtmlDataOptions options;
+  PageOptions options;
   options.grouping = cl.grouping;
   const Analysis& a = *m->analysis;
   // The diagnosis the summary opens with, first on the page (its groups are stacks: the page's model keeps one group
@@ -53,7 +53,8 @@ int Run(const CommandLine& cl, Console& console) {
       extras.allocator_json = AllocatorMapJson(*map, last.device, last.verdict.request_bytes, kHtmlMapBlocks);
     }
   }
-  return console.WriteOutput(cl.output, HtmlReport(Title(a), HtmlData(a, m->history, options, extras)));
+  const PageReport page = BuildPageReport(a, m->history, options);
+  return console.WriteOutput(cl.output, HtmlReport(Title(a), HtmlData(page, extras)));
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "analyzer/model/memory/cuda_errors.h"
+#include "analyzer/model/memory/timelines.h"
 #include "analyzer/model/stacks/frame_class.h"
 #include "analyzer/render/json/json_owners.h"
 #include "analyzer/render/json/json_writer.h"
@@ -15,15 +15,9 @@
 namespace cumemtrace::analyzer {
 namespace {
 
-constexpr size_t kMaxPhaseBands = 200;  // bands drawn; a page stays small on traces with a range per step
-
-constexpr size_t kMaxFrames = 256;
-
 class Interner {
  public:
-  Interner(const Analysis& a, const GroupingOptions& grouping)
-      : resolver_(a.stacks, a.symbols, a.python_frames),
-        grouper_(a.stacks, a.symbols, a.python_frames, a.info.header.executable, grouping) {}
+  explicit Interner(const absl::flat_hash_map<uint64_t, PageStack>& stacks) : catalog_(stacks) {}
 
   uint32_t String(const std::string& s) {
     auto [it, added] = strings_.try_emplace(s, static_cast<uint32_t>(string_list_.size()));
@@ -35,14 +29,14 @@ class Interner {
   int64_t Stack(uint64_t id) {
     auto it = stacks_.find(id);
     if (it != stacks_.end()) return it->second;
-    const std::vector<Frame> frames = resolver_.ResolveStack(id, kMaxFrames);
+    static const PageStack kUnknown;  // never: the report resolves every stack it refers to
+    auto page = catalog_.find(id);
+    const PageStack& stack = page != catalog_.end() ? page->second : kUnknown;
     std::vector<uint32_t> root_first;
-    for (auto f = frames.rbegin(); f != frames.rend(); ++f) root_first.push_back(FrameIndex(*f));
-    const StackKeyInfo& info = grouper_.Describe(id);
-    int64_t group = -1;
-    if (info.key.kind != GroupKey::Kind::kStack) group = FrameIndex(resolver_.ResolvePc(info.key.value));
+    for (auto f = stack.frames.rbegin(); f != stack.frames.rend(); ++f) root_first.push_back(FrameIndex(*f));
+    const int64_t group = stack.group.has_value() ? int64_t{FrameIndex(*stack.group)} : int64_t{-1};
     const int64_t index = static_cast<int64_t>(stack_list_.size());
-    stack_list_.push_back({std::move(root_first), group, info.key.kind == GroupKey::Kind::kFallback});
+    stack_list_.push_back({std::move(root_first), group, stack.fallback});
     stacks_[id] = index;
     return index;
   }
@@ -96,20 +90,19 @@ class Interner {
     bool fallback;
   };
 
-  uint32_t FrameIndex(const Frame& f) {
+  uint32_t FrameIndex(const PageFrame& page) {
+    const Frame& f = page.frame;
     const std::string key = SymbolicKey(f);
     auto [it, added] = frames_.try_emplace(key, static_cast<uint32_t>(frame_list_.size()));
     if (added) {
       const uint32_t kind = f.kind == FrameKind::kPython ? 1 : f.kind == FrameKind::kNoPython ? 2 : 0;
-      const bool user = grouper_.ClassOf(f.pc) == FrameClass::kUser;
       frame_list_.push_back({String(f.function), String(std::string(ShortPath(f.file))), f.line,
-                             String(std::string(Basename(f.module))), kind, user});
+                             String(std::string(Basename(f.module))), kind, page.user});
     }
     return it->second;
   }
 
-  FrameResolver resolver_;
-  StackGrouper grouper_;
+  const absl::flat_hash_map<uint64_t, PageStack>& catalog_;
   absl::flat_hash_map<std::string, uint32_t> strings_;
   std::vector<std::string> string_list_;
   absl::flat_hash_map<std::string, uint32_t> frames_;
@@ -155,7 +148,7 @@ void WriteScope(JsonWriter& w, Interner& in, int32_t device, int series, const G
   w.EndObject();
 }
 
-void WriteSeries(JsonWriter& w, const History& h) {
+void WriteSeries(JsonWriter& w, const History& h) {  // the timelines, as History buckets them
   w.Key("series");
   w.BeginArray();
   for (const BucketedSeries& s : h.series) {
@@ -188,11 +181,12 @@ void WriteSeries(JsonWriter& w, const History& h) {
 
 }  // namespace
 
-std::string HtmlData(const Analysis& a, const History& h, const HtmlDataOptions& options, const HtmlExtras& extras) {
-  Interner in(a, options.grouping);
+std::string HtmlData(const PageReport& r, const HtmlExtras& extras) {
+  Interner in(r.stacks);
+  const TraceInfo& info = *r.info;
+  const History& h = *r.history;
   std::string out;
   JsonWriter w(&out);
-  const TraceInfo& info = a.info;
   w.BeginObject();
   w.Member("version", 2);
   w.Key("diagnosis");
@@ -212,10 +206,10 @@ std::string HtmlData(const Analysis& a, const History& h, const HtmlDataOptions&
   w.Member("tool_version", info.header.tool_version);
   w.Member("start_unix_ns", info.header.start_unix_time_ns);
   w.Member("duration_ns", info.DurationNs());
-  w.Member("events", a.model.events);
+  w.Member("events", r.model->events);
   w.Member("clean_end", info.has_trailer);
   w.Member("truncated", info.stats.truncated);
-  w.Member("group_by", GroupingName(options.grouping));
+  w.Member("group_by", r.group_by);
   w.EndObject();
 
   w.Key("devices");
@@ -249,128 +243,76 @@ std::string HtmlData(const Analysis& a, const History& h, const HtmlDataOptions&
   }
   w.EndArray();
 
-  // Snapshots: evenly spaced moments, then each peak of a device total or host memory, then failed allocations.
-  std::vector<std::string> caps;
   w.Key("snapshots");
   w.BeginArray();
-  for (const Moment& m : h.moments) {
+  for (const PageSnapshot& s : r.snapshots) {
     w.BeginObject();
-    w.Member("t", m.time_ns);
-    w.Member("what", "moment");
+    w.Member("t", s.time_ns);
+    w.Member("what", s.what);
     w.Key("scopes");
     w.BeginArray();
-    for (const MomentScope& s : m.scopes) WriteScope(w, in, s.device, s.series, s.live, options.snapshot_stacks);
+    for (const PageScope& scope : s.scopes) {
+      WriteScope(w, in, scope.device, scope.series, *scope.live, r.snapshot_stacks);
+    }
     w.EndArray();
     w.EndObject();
-  }
-  size_t next_snapshot = h.moments.size();
-  std::vector<std::pair<const PeakResult*, size_t>> peak_snapshots;
-  for (const PeakResult& p : a.peaks) {
-    const bool drawn = p.series == kDeviceTotalSeries || IsHostMemory(static_cast<format::Kind>(p.series));
-    if (!drawn || !p.at_peak.taken) continue;
-    w.BeginObject();
-    w.Member("t", info.Relative(p.counter.peak.time_ns));
-    w.Member("what", "peak");
-    w.Key("scopes");
-    w.BeginArray();
-    WriteScope(w, in, p.device, p.series, p.at_peak, options.snapshot_stacks);
-    w.EndArray();
-    w.EndObject();
-    peak_snapshots.push_back({&p, next_snapshot++});
-  }
-  std::vector<size_t> oom_snapshot(std::min(a.ooms.size(), options.ooms), SIZE_MAX);
-  for (size_t i = 0; i < oom_snapshot.size(); ++i) {
-    const OomRecord& r = a.ooms[i];
-    if (!r.live_by_stack.taken) continue;
-    w.BeginObject();
-    w.Member("t", info.Relative(r.event.time_ns));
-    w.Member("what", "oom");
-    w.Key("scopes");
-    w.BeginArray();
-    const bool host = r.scope.scope == SnapshotFilter::Scope::kHostMemory;
-    WriteScope(w, in, host ? format::kHostDevice : r.scope.device,
-               host ? static_cast<int>(format::Kind::kPinnedHost) : r.scope.series, r.live_by_stack,
-               options.snapshot_stacks);
-    w.EndArray();
-    w.EndObject();
-    oom_snapshot[i] = next_snapshot++;
   }
   w.EndArray();
 
   w.Key("peaks");
   w.BeginArray();
-  for (const PeakResult& p : a.peaks) {
+  for (const PagePeak& p : r.peaks) {
     w.BeginObject();
     w.Member("device", p.device);
     w.Member("kind", SeriesName(p.series));
-    w.Member("t", info.Relative(p.counter.peak.time_ns));
-    w.Member("bytes", p.counter.peak_bytes);
-    w.Member("count", p.counter.peak_count);
-    w.Member("final", p.counter.bytes);
-    int64_t snap = -1;
-    for (const auto& [peak, index] : peak_snapshots) {
-      if (peak == &p) snap = static_cast<int64_t>(index);
-    }
-    w.Member("snapshot", snap);
+    w.Member("t", p.time_ns);
+    w.Member("bytes", p.bytes);
+    w.Member("count", p.count);
+    w.Member("final", p.final_bytes);
+    w.Member("snapshot", p.snapshot);
     w.EndObject();
   }
   w.EndArray();
 
-  // The program's phases (NVTX ranges), drawn as bands behind the timeline: the outermost ranges of each thread,
-  // the first kMaxPhaseBands of them.
   w.Key("phases");
   w.BeginArray();
-  size_t bands = 0;
-  for (const PhaseRange& range : a.phases.ranges) {
-    if (range.path != range.name || bands == kMaxPhaseBands) continue;
-    ++bands;
+  for (const PagePhaseBand& band : r.phases) {
     w.BeginObject();
-    w.Member("name", range.name);
-    w.Member("t0", info.Relative(range.begin_ns));
-    w.Member("t1", info.Relative(range.end_ns));
+    w.Member("name", band.name);
+    w.Member("t0", band.begin_ns);
+    w.Member("t1", band.end_ns);
     w.EndObject();
   }
   w.EndArray();
 
   w.Key("ooms");
   w.BeginArray();
-  for (size_t i = 0; i < oom_snapshot.size(); ++i) {
-    const OomRecord& r = a.ooms[i];
-    const Event& e = r.event;
+  for (const PageOom& o : r.ooms) {
     w.BeginObject();
-    w.Member("t", info.Relative(e.time_ns));
-    w.Member("device", e.device);
-    w.Member("kind", format::KindName(e.info->kind));
-    w.Member("api", e.info->name);
-    w.Member("bytes", e.size);
-    w.Member("error", CudaErrorString(e.result));
-    w.Member("has_mem_info", e.has_mem_info);
-    w.Member("free", e.free_bytes);
-    w.Member("total", e.total_bytes);
-    w.Member("live", r.live_bytes);
-    w.Member("thread", info.ThreadName(e.thread));
-    w.Member("stack", in.Stack(e.stack));
-    w.Member("snapshot", oom_snapshot[i] == SIZE_MAX ? int64_t{-1} : static_cast<int64_t>(oom_snapshot[i]));
+    w.Member("t", o.time_ns);
+    w.Member("device", o.device);
+    w.Member("kind", o.kind);
+    w.Member("api", o.api);
+    w.Member("bytes", o.bytes);
+    w.Member("error", o.error);
+    w.Member("has_mem_info", o.has_mem_info);
+    w.Member("free", o.free_bytes);
+    w.Member("total", o.total_bytes);
+    w.Member("live", o.live_bytes);
+    w.Member("thread", o.thread);
+    w.Member("stack", in.Stack(o.stack));
+    w.Member("snapshot", o.snapshot);
     w.EndObject();
   }
   w.EndArray();
-  w.Member("oom_count", a.oom_count);
-  if (a.oom_count > oom_snapshot.size()) {
-    caps.push_back(absl::StrCat("the first ", oom_snapshot.size(), " of ", a.oom_count, " failed allocations are marked"));
-  }
+  w.Member("oom_count", r.oom_count);
 
   w.Key("leaks");
   w.BeginArray();
-  size_t listed = 0;
-  for (const LeakGroup& g : a.leaks) {
-    if (!IsMemoryKind(g.kind)) continue;
-    if (listed++ == options.leaks) {
-      caps.push_back(absl::StrCat("the largest ", options.leaks, " stacks live at the end are listed"));
-      break;
-    }
+  for (const PageLeak& g : r.leaks) {
     w.BeginObject();
     w.Member("device", g.device);
-    w.Member("kind", format::KindName(g.kind));
+    w.Member("kind", g.kind);
     w.Member("bytes", g.bytes);
     w.Member("count", g.count);
     w.Key("growth");
@@ -382,51 +324,41 @@ std::string HtmlData(const Analysis& a, const History& h, const HtmlDataOptions&
   }
   w.EndArray();
 
+  const PinnedResult& pinned = *r.pinned;
   w.Key("pinned");
   w.BeginObject();
-  w.Member("computed", a.pinned.computed);
-  w.Member("peak", a.pinned.peak_bytes);
-  w.Member("peak_t", a.pinned.peak_time_ns);
-  w.Member("allocations", a.pinned.allocations);
-  w.Member("allocated", a.pinned.allocated_bytes);
-  std::vector<const PinnedWindow*> windows;
-  for (const PinnedWindow& pw : a.pinned.windows) {
-    if (pw.rise_bytes > 0) windows.push_back(&pw);
-  }
-  std::stable_sort(windows.begin(), windows.end(),
-                   [](const PinnedWindow* x, const PinnedWindow* y) { return x->rise_bytes > y->rise_bytes; });
-  if (windows.size() > options.pinned_windows) windows.resize(options.pinned_windows);
+  w.Member("computed", pinned.computed);
+  w.Member("peak", pinned.peak_bytes);
+  w.Member("peak_t", pinned.peak_time_ns);
+  w.Member("allocations", pinned.allocations);
+  w.Member("allocated", pinned.allocated_bytes);
   w.Key("spikes");
   w.BeginArray();
-  for (const PinnedWindow* pw : windows) {
+  for (const PageSpike& s : r.spikes) {
     w.BeginObject();
-    w.Member("start", pw->start_ns);
-    w.Member("end", pw->end_ns);
-    w.Member("rise", pw->rise_bytes);
-    w.Member("max", pw->max_bytes);
-    w.Member("thread", info.ThreadName(pw->top_thread));
-    w.Member("thread_index", pw->top_thread);
-    w.Member("thread_bytes", pw->top_allocated_bytes);
-    w.Member("stack", pw->top_allocated_bytes == 0 ? int64_t{-1} : in.Stack(pw->top_stack));
+    w.Member("start", s.start_ns);
+    w.Member("end", s.end_ns);
+    w.Member("rise", s.rise_bytes);
+    w.Member("max", s.max_bytes);
+    w.Member("thread", s.thread);
+    w.Member("thread_index", s.thread_index);
+    w.Member("thread_bytes", s.thread_bytes);
+    w.Member("stack", s.stack.has_value() ? in.Stack(*s.stack) : int64_t{-1});
     w.EndObject();
   }
   w.EndArray();
   w.EndObject();
 
-  WriteOwnersJson(w, a.owners, a.driver_memory);  // the public names (docs/json.md, summary)
-  if (h.driver_dropped > 0) {
-    caps.push_back(absl::StrCat("the first ", h.driver.size(), " driver samples are drawn (", h.driver_dropped,
-                                " more in the trace)"));
-  }
+  WriteOwnersJson(w, *r.owners, *r.driver_memory);  // the public names (docs/json.md, summary)
 
   w.Key("health");
   w.BeginObject();
-  w.Member("events", a.model.events);
-  w.Member("allocations", a.model.allocations);
-  w.Member("frees", a.model.frees);
-  w.Member("unmatched_frees", a.model.unmatched_frees);
-  w.Member("overwritten", a.model.overwritten);
-  w.Member("failed_allocations", a.model.failed_allocations);
+  w.Member("events", r.model->events);
+  w.Member("allocations", r.model->allocations);
+  w.Member("frees", r.model->frees);
+  w.Member("unmatched_frees", r.model->unmatched_frees);
+  w.Member("overwritten", r.model->overwritten);
+  w.Member("failed_allocations", r.model->failed_allocations);
   w.Member("dropped_events", info.trailer.dropped_events);
   w.Member("unwind_failures", info.trailer.unwind_failures);
   w.Member("truncated_stacks", info.trailer.truncated_stacks);
@@ -439,12 +371,9 @@ std::string HtmlData(const Analysis& a, const History& h, const HtmlDataOptions&
   w.EndArray();
   w.EndObject();
 
-  caps.push_back(absl::StrCat("timelines drawn from ", h.buckets, " buckets each (min and max exact per bucket)"));
-  caps.push_back(absl::StrCat("each snapshot lists its largest ", options.snapshot_stacks,
-                              " stacks; the rest is one 'other' entry"));
   w.Key("caps");
   w.BeginArray();
-  for (const std::string& c : caps) w.String(c);
+  for (const std::string& c : r.caps) w.String(c);
   w.EndArray();
   in.WriteTables(w);
   w.EndObject();

@@ -9,18 +9,9 @@
 
 #include <string>
 
-#include "analyzer/model/analysis.h"
-#include "analyzer/model/memory/history.h"
+#include "analyzer/reports/page_report.h"
 
 namespace cumemtrace::analyzer {
-
-struct HtmlDataOptions {
-  GroupingOptions grouping{GroupBy::kUser, ""};  // how the page's tables group stacks (--group-by)
-  size_t snapshot_stacks = 400;  // stacks kept per peak/OOM snapshot, largest first; the rest summed
-  size_t leaks = 200;            // leak stacks listed
-  size_t ooms = 200;             // failed allocations marked (the first ones)
-  size_t pinned_windows = 20;    // pinned windows listed, largest rise first
-};
 
 struct HtmlExtras {
   // The diagnosis, one sentence a line (render/text: DiagnosisText), shown first on the page.
@@ -30,9 +21,7 @@ struct HtmlExtras {
   std::string allocator_json;
 };
 
-// `analysis` analyzed with GroupBy::kStack (per-stack snapshots, uncapped), `history` read from the same trace.
-std::string HtmlData(const Analysis& analysis, const History& history, const HtmlDataOptions& options,
-                     const HtmlExtras& extras = {});
+std::string HtmlData(const PageReport& report, const HtmlExtras& extras = {});
 
 }  // namespace cumemtrace::analyzer
 
