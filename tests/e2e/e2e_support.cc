@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include "analyzer/commands/run_cli.h"
 #include "proto/format.h"
 
 #ifndef E2E_PRELOAD
@@ -394,6 +395,24 @@ std::vector<std::string> UnorderedLedger(const std::vector<LedgerEntry>& entries
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::string RunAnalyzer(const std::vector<std::string>& args, std::string* err_text) {
+  FILE* out = tmpfile();
+  FILE* err = tmpfile();
+  analyzer::RunCli(args, out, err);
+  auto slurp = [](FILE* f) {
+    std::string text;
+    rewind(f);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+    fclose(f);
+    return text;
+  };
+  std::string err_output = slurp(err);
+  if (err_text != nullptr) *err_text = std::move(err_output);
+  return slurp(out);
 }
 
 }  // namespace cumemtrace::e2e

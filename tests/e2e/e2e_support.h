@@ -116,6 +116,9 @@ struct CollectedTrace {
 
 CollectedTrace CollectTrace(const std::string& path);
 
+// Runs cumem-analyze with `args` in this process; returns its stdout (its stderr in *err_text when given).
+std::string RunAnalyzer(const std::vector<std::string>& args, std::string* err_text = nullptr);
+
 // Keys that compare a ledger entry with a trace event. The basic key is "<op> <api> 0x<address> <size> <result>";
 // the full key adds the thread, the device (allocations of device, managed and pool memory), the stream (apis with
 // a stream) and cuMemMap's handle.

@@ -2,14 +2,12 @@
 // (tests/fakes/fake_nvml.cc): a failed allocation is followed by NVML's list of the device's processes, largest
 // first, this process marked, command lines read only when the pids are this namespace's; NVML is loaded only when a
 // list is wanted; and `cumem-analyze oom` names the other process.
-#include <stdio.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <string>
 #include <vector>
 
-#include "analyzer/commands/run_cli.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/e2e_support.h"
 
@@ -27,23 +25,7 @@ RunResult RunOom(std::vector<std::pair<std::string, std::string>> env) {
   return RunProgram(options);
 }
 
-std::string Slurp(FILE* f) {
-  std::string text;
-  rewind(f);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
-  fclose(f);
-  return text;
-}
-
-std::string AnalyzeText(const std::vector<std::string>& args) {
-  FILE* out = tmpfile();
-  FILE* err = tmpfile();
-  analyzer::RunCli(args, out, err);
-  Slurp(err);
-  return Slurp(out);
-}
+std::string AnalyzeText(const std::vector<std::string>& args) { return RunAnalyzer(args); }
 
 TEST(GpuProcesses, AFailedAllocationListsTheDevicesProcesses) {
   RunResult run = RunOom({{"FAKE_NVML_PROCESSES", "self:1048576,4242:5000000000,77:?"}});

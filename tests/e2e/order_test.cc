@@ -17,7 +17,6 @@
 #include <gtest/gtest.h>
 
 #include "absl/container/flat_hash_map.h"
-#include "analyzer/commands/run_cli.h"
 #include "e2e_support.h"
 
 namespace cumemtrace::e2e {
@@ -34,23 +33,7 @@ long ReadCount(const RunResult& run) {
   return count;
 }
 
-// Runs cumem-analyze in this process; returns its stdout.
-std::string Analyze(const std::vector<std::string>& args, std::string* err_text) {
-  FILE* out = tmpfile();
-  FILE* err = tmpfile();
-  analyzer::RunCli(args, out, err);
-  auto slurp = [](FILE* f) {
-    std::string text;
-    rewind(f);
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
-    fclose(f);
-    return text;
-  };
-  *err_text = slurp(err);
-  return slurp(out);
-}
+std::string Analyze(const std::vector<std::string>& args, std::string* err_text) { return RunAnalyzer(args, err_text); }
 
 uint64_t FirstNumberAfter(const std::string& text, const std::string& key) {
   std::smatch m;
