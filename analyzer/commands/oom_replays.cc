@@ -17,6 +17,12 @@ constexpr size_t kMaxReplayEvents = size_t{2} << 20;
 
 void AddOomReplays(const CommandLine& cl, OomReport* report) {
   if (report->torch_ooms.empty()) return;
+  if (report->replay_steps > kMaxReplayEvents) {
+    // Known from the analysis already: no second read of a long trace only to find it too long.
+    report->replayed = true;
+    report->replay_unchecked = ReplayTooLong(report->replay_steps, kMaxReplayEvents);
+    return;
+  }
   absl::StatusOr<ReplayInputPtr> input = ReadReplayInput(cl.trace, kMaxReplayEvents);
   if (absl::IsResourceExhausted(input.status())) {
     report->replayed = true;

@@ -183,6 +183,7 @@ std::vector<AutogradTensor> ScanPass::LiveAutogradTensors(int32_t device) const 
 
 void ScanPass::ApplyTorch(const Event& event, uint64_t index) {
   a_.allocator.events = true;
+  if (event.api != format::Api::kTorchFreeRequested) ++a_.allocator.replay_steps;
   if (format::IsTorchBlockAlloc(event.api)) {
     layer_.SetAutograd(autograd_.OnBlockAlloc(event.api, IsAutogradEngineThread(a_.info.ThreadName(event.thread)),
                                               event.stack));

@@ -61,6 +61,7 @@ OomReport BuildOomReport(const Analysis& a, const ReportOptions& options, FrameR
   }
   r.torch_layer = BuildTorchLayerSummary(a);
   r.torch_total = a.allocator.oom_count;
+  r.replay_steps = a.allocator.replay_steps;
   for (const TorchOomRecord& rec : a.allocator.ooms) {
     TorchOomEntry t;
     t.seq = rec.event.seq;

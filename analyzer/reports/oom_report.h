@@ -99,6 +99,7 @@ struct OomReport {
   // The replay's answers for the last PyTorch OOM; when the replay could not reproduce the run, why not (one
   // sentence) and no checks.
   bool replayed = false;
+  uint64_t replay_steps = 0;  // the allocator events a replay would take (AllocatorResult::replay_steps)
   std::string replay_unchecked;
   std::vector<ReplayCheck> replay_checks;
   // The recorded run hit a per-process memory cap: the answers keep it as recorded (between these bounds), which

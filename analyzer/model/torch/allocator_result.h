@@ -55,6 +55,8 @@ struct AllocatorResult {
   std::vector<TorchDeviceResult> devices;  // by ordinal
   std::vector<TorchOomRecord> ooms;        // the first kMaxTorchOoms, in replay order
   uint64_t oom_count = 0;
+  // TORCH_* events an allocator replay takes as steps (all but FREE_REQUESTED): what a replay would hold.
+  uint64_t replay_steps = 0;
   uint64_t mismatches = 0;          // summed over devices
   uint64_t estimated_blocks = 0;
   uint64_t predating_frees = 0;

@@ -457,14 +457,17 @@ struct ReplayInput {
 
 void ReplayInputDeleter::operator()(ReplayInput* input) const { delete input; }
 
+std::string ReplayTooLong(uint64_t steps, size_t max_events) {
+  return absl::StrCat("the trace has ", steps, " allocator events, more than the ", max_events,
+                      " a replay made by the way holds (about 56 bytes each): run cumem-analyze whatif on it");
+}
+
 absl::StatusOr<ReplayInputPtr> ReadReplayInput(const std::string& path, size_t max_events) {
   InputPass pass(max_events);
   ReadStats stats;
   if (absl::Status s = ReadTrace(path, pass, &stats); !s.ok()) return s;
   if (pass.steps_seen() > max_events) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the trace has ", pass.steps_seen(), " allocator events, more than the ", max_events,
-        " a replay made by the way holds (about 56 bytes each): run cumem-analyze whatif on it"));
+    return absl::ResourceExhaustedError(ReplayTooLong(pass.steps_seen(), max_events));
   }
   std::vector<Step>& all = pass.steps();
   // The device: that of the first OOM, else of the first request.

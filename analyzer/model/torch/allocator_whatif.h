@@ -98,6 +98,8 @@ using ReplayInputPtr = std::unique_ptr<ReplayInput, ReplayInputDeleter>;
 // Errors are the reader's, a trace without PyTorch's allocator events (InvalidArgument, one line), or one with more
 // than `max_events` of them (ResourceExhausted: the memory a replay holds grows with them).
 absl::StatusOr<ReplayInputPtr> ReadReplayInput(const std::string& path, size_t max_events = SIZE_MAX);
+// Why a replay of `steps` allocator events is not made by the way (more than `max_events`).
+std::string ReplayTooLong(uint64_t steps, size_t max_events);
 WhatIf ReplayWhatIf(const ReplayInput& input, const WhatIfOptions& options);
 
 // Reads `path` and replays its requests once.

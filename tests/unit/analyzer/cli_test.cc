@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "analyzer/commands/oom_replays.h"
 #include "gtest/gtest.h"
 #include "tests/unit/analyzer/cli_runner.h"
 #include "tests/unit/analyzer/json_value.h"
@@ -456,6 +457,22 @@ TEST(CliOrder, EventsPastTheWindowAreAnnouncedEverywhere) {
   ASSERT_TRUE(json.has_value());
   EXPECT_FALSE((*json)["health"]["order_exact"].boolean());
   EXPECT_EQ((*json)["health"]["late_events"].number(), 1);
+}
+
+// A trace whose allocator events are more than a replay made by the way holds is not read again to find that out:
+// the analysis counted them (here the trace does not even exist: a read would fail).
+TEST(OomReplays, ATooLongTraceIsNotReadAgain) {
+  CommandLine cl;
+  cl.trace = "/nonexistent/never-read.pb";
+  OomReport report;
+  report.torch_ooms.emplace_back();
+  report.replay_steps = uint64_t{3} << 20;
+  AddOomReplays(cl, &report);
+  EXPECT_TRUE(report.replayed);
+  EXPECT_EQ(report.replay_unchecked,
+            "the trace has 3145728 allocator events, more than the 2097152 a replay made by the way holds (about 56 "
+            "bytes each): run cumem-analyze whatif on it");
+  EXPECT_TRUE(report.replay_checks.empty());
 }
 
 }  // namespace
