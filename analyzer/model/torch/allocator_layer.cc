@@ -46,10 +46,23 @@ AllocatorLayer::Device& AllocatorLayer::ForDevice(int32_t device) {
 }
 
 std::map<uint64_t, TorchSegment>::iterator AllocatorLayer::SegmentAt(Device& d, uint64_t address) {
+  if (d.last_segment_valid_at == d.segments_erased) {
+    auto last = d.last_segment;
+    if (address >= last->first && address - last->first < last->second.size) return last;
+  }
   auto it = d.segments.upper_bound(address);
   if (it == d.segments.begin()) return d.segments.end();
   --it;
-  return address - it->first < it->second.size ? it : d.segments.end();
+  if (address - it->first >= it->second.size) return d.segments.end();
+  d.last_segment = it;
+  d.last_segment_valid_at = d.segments_erased;
+  return it;
+}
+
+std::map<uint64_t, TorchSegment>::iterator AllocatorLayer::EraseSegment(Device& d,
+                                                                        std::map<uint64_t, TorchSegment>::iterator it) {
+  ++d.segments_erased;
+  return d.segments.erase(it);
 }
 
 void AllocatorLayer::Apply(const Event& e, uint64_t index) {
@@ -234,7 +247,7 @@ void AllocatorLayer::FreeCompleted(Device& d, const Event& e) {
   }
   Complete(d, it->second);
   MergeFree(seg, it);
-  if (seg.inferred && seg.blocks.size() == 1 && Mergeable(seg.blocks.begin()->second)) d.segments.erase(sit);
+  if (seg.inferred && seg.blocks.size() == 1 && Mergeable(seg.blocks.begin()->second)) EraseSegment(d, sit);
 }
 
 void AllocatorLayer::SegmentAlloc(Device& d, const Event& e, const EventStamp& when) {
@@ -242,11 +255,11 @@ void AllocatorLayer::SegmentAlloc(Device& d, const Event& e, const EventStamp& w
   // Segments the layer made up (or lost) where this one lies are gone: the driver gave the range out again.
   for (auto it = d.segments.lower_bound(e.address); it != d.segments.end() && it->first < e.address + e.size;) {
     if (!it->second.inferred) ++st.mismatches;
-    it = d.segments.erase(it);
+    it = EraseSegment(d, it);
   }
   if (auto before = SegmentAt(d, e.address); before != d.segments.end()) {
     if (!before->second.inferred) ++st.mismatches;
-    d.segments.erase(before);
+    EraseSegment(d, before);
   }
   TorchSegment s;
   s.size = e.size;
@@ -274,7 +287,7 @@ void AllocatorLayer::SegmentFree(Device& d, const Event& e) {
   auto it = d.segments.find(e.address);
   if (it == d.segments.end() || it->second.inferred) {
     ++d.stats.predating_segment_frees;
-    if (it != d.segments.end()) d.segments.erase(it);
+    if (it != d.segments.end()) EraseSegment(d, it);
     return;
   }
   for (auto& [address, b] : it->second.blocks) {
@@ -285,7 +298,7 @@ void AllocatorLayer::SegmentFree(Device& d, const Event& e) {
   }
   d.stats.reserved_bytes.Sub(it->second.size);
   d.stats.segments.Sub(1);
-  d.segments.erase(it);
+  EraseSegment(d, it);
 }
 
 void AllocatorLayer::SegmentMap(Device& d, const Event& e, const EventStamp& when) {
@@ -318,7 +331,7 @@ void AllocatorLayer::SegmentMap(Device& d, const Event& e, const EventStamp& whe
     const uint64_t joint = e.address + e.size;
     seg.size += after->second.size;
     seg.blocks.merge(after->second.blocks);
-    d.segments.erase(after);
+    EraseSegment(d, after);
     MergeFree(seg, seg.blocks.find(joint));
   }
 }
@@ -361,7 +374,7 @@ void AllocatorLayer::RemoveRange(Device& d, uint64_t address, uint64_t size) {
   }
   seg.size = address > start ? address - start : 0;
   if (!rest.blocks.empty()) d.segments.emplace(end, std::move(rest));
-  if (seg.blocks.empty()) d.segments.erase(sit);
+  if (seg.blocks.empty()) EraseSegment(d, sit);
 }
 
 void AllocatorLayer::SegmentUnmap(Device& d, const Event& e) {

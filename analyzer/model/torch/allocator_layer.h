@@ -168,10 +168,18 @@ class AllocatorLayer {
     std::map<uint64_t, TorchSegment> segments;  // by address
     // The reserved peak was just reached by a segment: its moment becomes the allocation that asked for it.
     bool reserved_peak_settling = false;
+    // The segment the last lookup found: most events fall in the segment of the event before. Valid while no
+    // segment was erased since (erasing is the only change that invalidates a map iterator).
+    std::map<uint64_t, TorchSegment>::iterator last_segment;
+    uint64_t segments_erased = 0;
+    uint64_t last_segment_valid_at = ~uint64_t{0};
   };
   Device& ForDevice(int32_t device);
   // The segment containing `address`, or segments.end().
   std::map<uint64_t, TorchSegment>::iterator SegmentAt(Device& d, uint64_t address);
+  // Every erase of a segment goes through here (it invalidates SegmentAt's cache).
+  static std::map<uint64_t, TorchSegment>::iterator EraseSegment(Device& d,
+                                                                 std::map<uint64_t, TorchSegment>::iterator it);
   void Alloc(Device& d, const Event& e, const EventStamp& when);
   void FreeRequested(Device& d, const Event& e);
   void FreeCompleted(Device& d, const Event& e);
