@@ -48,6 +48,7 @@ class EventsVisitor : public TraceVisitor {
     row.thread_name = &info_.ThreadName(e.thread);
     row.result = e.result;
     row.cupti_only = e.cupti_only;
+    row.grad = format::GradModeOf(e.api);
     row.stack_id = e.stack;
     sink_.Row(row);
   }

@@ -33,6 +33,7 @@ struct EventRow {
   int32_t result = 0;
   uint64_t stack_id = 0;
   bool cupti_only = false;  // seen by CUPTI, missed by interposition
+  format::GradMode grad = format::GradMode::kUnknown;  // a PyTorch block: autograd's grad mode when allocated
 };
 
 class EventSink {

@@ -45,6 +45,7 @@ void JsonEventSink::Row(const EventRow& r) {
   w.Member("result", r.result);
   w.Member("stack_id", r.stack_id);
   w.Member("cupti_only", r.cupti_only);
+  if (r.grad != format::GradMode::kUnknown) w.Member("grad_mode", r.grad == format::GradMode::kRecording);
   w.EndObject();
   out_.MaybeFlush();
 }
