@@ -13,6 +13,7 @@
 #include "analyzer/render/text/text_reports.h"
 #include "analyzer/reports/leak_report.h"
 #include "analyzer/reports/oom_report.h"
+#include "analyzer/reports/torch_report.h"
 
 namespace cumemtrace::analyzer {
 namespace {
@@ -44,7 +45,9 @@ int Run(const CommandLine& cl, Console& console) {
   AddOomReplays(cl, &ooms);
   const LeakReport leaks = BuildLeakReport(a, report_options, resolver);
   HtmlExtras extras;
-  extras.diagnosis = absl::StrSplit(DiagnosisText(ooms, leaks, a.phases), '\n', absl::SkipEmpty());
+  const std::vector<TorchPeakSection> torch_peaks = BuildTorchPeaks(a, report_options, resolver);
+  extras.diagnosis =
+      absl::StrSplit(DiagnosisText(ooms, leaks, a.phases, torch_peaks), '\n', absl::SkipEmpty());
   // PyTorch's segments and blocks at its last OOM, after it released what cache it could: the holes left.
   if (!ooms.torch_ooms.empty()) {
     const TorchOomEntry& last = ooms.torch_ooms.back();

@@ -50,6 +50,28 @@ TEST_P(GraphFix, TheOomNamesTheChangeThatTheRerunShowedWorks) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, GraphFix, ::testing::Values("graph_no_grad_h100", "graph_item_h100"));
 
+// Without an OOM: the evaluation loop of graph_no_grad_h100 for 40 batches fits, at a tensor peak PyTorch measured;
+// rerun under torch.no_grad() its peak was lower. The summary leads with the change at that peak.
+TEST(GraphFix, APeakTheGraphInflatedLeadsTheSummary) {
+  const JsonValue truth = Truth("graph_no_grad_peak_h100_truth.json");
+  ASSERT_FALSE(truth["oom"].boolean());
+  ASSERT_LT(truth["with_fix"]["allocated_peak"].uinteger(), truth["allocated_peak"].uinteger());
+  const JsonValue report = Report({"peak", Example("graph_no_grad_peak_h100.pb")});
+  const JsonValue& device = report["allocator"]["devices"][0];
+  EXPECT_EQ(device["allocated_peak_bytes"].uinteger(), truth["allocated_peak"].uinteger());
+  const JsonValue& autograd = device["autograd"];
+  EXPECT_EQ(autograd["fix"].str(), truth["fix"].str());
+  EXPECT_EQ(autograd["where"]["line"].uinteger(), truth["fix_line"].uinteger());
+  // The tensors it names are part of the peak.
+  EXPECT_LE(autograd["fix_bytes"].uinteger(), truth["allocated_peak"].uinteger());
+  const std::string summary = Text({"summary", Example("graph_no_grad_peak_h100.pb")});
+  const size_t first = summary.find("Autograd:");
+  ASSERT_NE(first, std::string::npos) << summary;
+  EXPECT_LT(first, summary.find("Peak memory")) << summary;  // before the tables: the answer first
+  EXPECT_NE(summary.find("graph_retention.py:56 in evaluate() in `with torch.no_grad():`"), std::string::npos)
+      << summary;
+}
+
 // Traces without autograd's grad mode (captured before it was recorded) get no graph finding: never a guess.
 TEST(GraphFix, TracesWithoutGradModeGetNone) {
   for (const char* name : {"story_oom_blocks_h100.pb", "frag_oom_h100.pb", "whatif_live_h100.pb"}) {

@@ -462,7 +462,8 @@ std::string PinnedText(const Overview& o, const PinnedReport& r) {
   return out;
 }
 
-std::string DiagnosisText(const OomReport& ooms, const LeakReport& leaks, const PhaseResults& phases) {
+std::string DiagnosisText(const OomReport& ooms, const LeakReport& leaks, const PhaseResults& phases,
+                          const std::vector<TorchPeakSection>& torch_peaks) {
   std::string out;
   // Why it ran out of memory, then what it leaked, then whether a later phase needed more than the first.
   // Only a request refused for lack of memory is an out-of-memory (a refused capability probe is not).
@@ -479,6 +480,15 @@ std::string DiagnosisText(const OomReport& ooms, const LeakReport& leaks, const 
     absl::StrAppend(&out, "Out of memory: ", OomDiagnosis(*failure));
     out += OtherProcessesText(failure->device, failure->processes);
   }
+  if (ooms.torch_ooms.empty()) {
+    // No OOM to explain: a peak that autograd's graph inflated is the next thing worth acting on.
+    for (const TorchPeakSection& s : torch_peaks) {
+      if (std::string autograd = AutogradText(s.autograd); !autograd.empty()) {
+        absl::StrAppend(&out, DeviceName(s.device), ", at the tensor peak of ", HumanBytes(s.allocated_peak_bytes),
+                        ": ", autograd);
+      }
+    }
+  }
   if (leaks.torch_layer.present) out += TorchLeakDiagnosis(leaks);
   out += LeakHeadline(leaks);
   out += PhasePeakHeadline(phases);
@@ -488,7 +498,7 @@ std::string DiagnosisText(const OomReport& ooms, const LeakReport& leaks, const 
 std::string SummaryText(const Overview& o, const SummaryReport& r) {
   std::string out;
   AppendProcess(o, &out);
-  out += DiagnosisText(r.ooms, r.leaks, r.peak.phases);  // the answer first
+  out += DiagnosisText(r.ooms, r.leaks, r.peak.phases, r.peak.torch);  // the answer first
   out.push_back('\n');
 
   AppendPeakTable(r.peak, false, &out);

@@ -17,7 +17,9 @@ namespace cumemtrace::analyzer {
 std::string SummaryText(const Overview& overview, const SummaryReport& report);
 // The answer the summary opens with (and the HTML page shows first): the OOM's verdict with the allocator replay's
 // answers, the leak, a later phase peaking above the first; one sentence a line.
-std::string DiagnosisText(const OomReport& ooms, const LeakReport& leaks, const PhaseResults& phases);
+// Without an OOM in PyTorch's allocator, what autograd kept at a device's tensor peak leads (`torch_peaks`).
+std::string DiagnosisText(const OomReport& ooms, const LeakReport& leaks, const PhaseResults& phases,
+                          const std::vector<TorchPeakSection>& torch_peaks);
 std::string PeakText(const Overview& overview, const PeakReport& report);
 std::string LeaksText(const Overview& overview, const LeakReport& report);
 std::string OomText(const Overview& overview, const OomReport& report);
