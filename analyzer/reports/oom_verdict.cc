@@ -31,6 +31,7 @@ const char* OomCauseName(OomCause cause) {
     case OomCause::kLiveTensors: return "live_tensors";
     case OomCause::kOutsidePytorch: return "outside_pytorch";
     case OomCause::kMemoryCap: return "memory_cap";
+    case OomCause::kLargerThanDevice: return "larger_than_device";
   }
   return "live_tensors";
 }
@@ -57,6 +58,11 @@ OomVerdict JudgeOom(uint64_t request, bool has_free, uint64_t driver_free, uint6
 
   const uint64_t need = Minus(request, v.driver_free_bytes);
   v.shortfall_bytes = Minus(need, v.reserved_unallocated_bytes);
+  if (total != 0 && request >= total) {
+    v.cause = OomCause::kLargerThanDevice;  // nothing freed could make room
+    v.still_short_bytes = request - total;
+    return v;
+  }
   if (has_free && driver_free >= request) {
     v.cause = OomCause::kMemoryCap;
     v.cause_suffices = true;

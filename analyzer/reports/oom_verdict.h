@@ -8,7 +8,8 @@
 // The cause named is the largest part whose removal alone would let the request fit in the driver's free memory;
 // when none would, the largest part, with what is still short. First, though: when the driver had the request free,
 // PyTorch refused it itself, which only a per-process cap does (torch.cuda.set_per_process_memory_fraction): that
-// is the cause, whatever the parts. No advice is given here: what a setting would change is the allocator replay's
+// is the cause, whatever the parts. Before that: a request at least as large as the card's whole memory fits
+// whatever is freed never (larger_than_device). No advice is given here: what a setting would change is the allocator replay's
 // to say (cumem-analyze whatif).
 // The report computes the verdict and its figures; renderers only phrase them.
 #ifndef CUMEMTRACE_ANALYZER_REPORTS_OOM_VERDICT_H_
@@ -24,8 +25,8 @@
 
 namespace cumemtrace::analyzer {
 
-enum class OomCause : uint8_t { kFragmentation, kLiveTensors, kOutsidePytorch, kMemoryCap };
-// "fragmentation", "live_tensors", "outside_pytorch", "memory_cap".
+enum class OomCause : uint8_t { kFragmentation, kLiveTensors, kOutsidePytorch, kMemoryCap, kLargerThanDevice };
+// "fragmentation", "live_tensors", "outside_pytorch", "memory_cap", "larger_than_device".
 const char* OomCauseName(OomCause cause);
 
 // The other processes on the failing device, as NVML listed them at (or last before) the failure.

@@ -195,6 +195,11 @@ std::string StillShort(const OomVerdict& v) {
 
 std::string VerdictText(const OomVerdict& v, const std::vector<ResolvedGroup>& tensors) {
   switch (v.cause) {
+    case OomCause::kLargerThanDevice:
+      return absl::StrFormat(
+          "a request of %s, at least the card's whole memory (%s): it cannot fit, whatever is freed; the program "
+          "asks for too much at once",
+          HumanBytes(v.request_bytes), HumanBytes(v.device_total_bytes));
     case OomCause::kMemoryCap:
       return absl::StrFormat(
           "a per-process memory cap: the device had %s free for a request of %s, but PyTorch refused it itself "

@@ -194,6 +194,13 @@ TEST(TorchLayer, JudgeOomRanksBySize) {
   // 76.7 GiB free and 500 MiB refused: a per-process memory cap.
   v = judge(500, 78500, 81080, 1000, 2048, 2048 + 500);
   EXPECT_EQ(v.cause, OomCause::kMemoryCap);
+  // A request of the card's whole memory (torch.empty(total_memory)): nothing freed could make room.
+  v = judge(81080, 80000, 81080, 150, 160, 160 + 750);
+  EXPECT_EQ(v.cause, OomCause::kLargerThanDevice);
+  EXPECT_EQ(v.still_short_bytes, 0u);
+  v = judge(90000, 80000, 81080, 150, 160, 160 + 750);
+  EXPECT_EQ(v.cause, OomCause::kLargerThanDevice);
+  EXPECT_EQ(v.still_short_bytes, (90000 - 81080) * kMiB);
 }
 
 TEST(TorchLayer, CacheIsNotALeak) {
