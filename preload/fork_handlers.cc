@@ -5,6 +5,7 @@
 // of its own.
 #include <pthread.h>
 
+#include "preload/gpu_processes.h"
 #include "preload/recorder.h"
 #include "preload/recorder_state.h"
 #include "preload/sequence.h"
@@ -39,6 +40,7 @@ void ResetForForkedChildLocked() {
 }
 
 void AtForkChild() {
+  ResetGpuProcessesInForkedChild();
   int state = g_session.state.load(std::memory_order_acquire);
   g_output.sink.Abandon();
   g_output.queue.Clear();

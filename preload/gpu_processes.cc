@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 namespace cumemtrace::preload {
@@ -17,34 +18,44 @@ using NvmlDevice = void*;
 constexpr NvmlReturn kNvmlSuccess = 0;
 constexpr NvmlReturn kNvmlInsufficientSize = 7;
 constexpr unsigned long long kNvmlValueNotAvailable = ~0ull;
-// nvmlProcessInfo_t (API 12, for _v3) and nvmlProcessInfo_v2_t (for _v2): the same four fields.
-struct NvmlProcessInfo {
+// The records NVML fills: pid (unsigned int) then usedGpuMemory (unsigned long long), then fields that depend on
+// the call's version. _v2 writes nvmlProcessInfo_v2_t, 24 bytes, unchanged since CUDA 11; the unversioned call
+// (v1) 16 bytes. _v3 is not used: some R535 drivers write 32-byte records there. The buffer has room for 32-byte
+// records all the same, so that a driver writing larger ones than its version says cannot overrun it.
+struct NvmlRecordHead {
   unsigned int pid;
   unsigned long long used_gpu_memory;
-  unsigned int gpu_instance_id;
-  unsigned int compute_instance_id;
 };
-static_assert(sizeof(NvmlProcessInfo) == 24, "nvmlProcessInfo_t is 24 bytes");
+static_assert(sizeof(NvmlRecordHead) == 16, "nvmlProcessInfo_v1_t is 16 bytes");
+constexpr unsigned int kMaxRecords = 64;
+constexpr size_t kRecordRoom = 32;
 
 struct Nvml {
   NvmlReturn (*init)();
   NvmlReturn (*handle_by_uuid)(const char* uuid, NvmlDevice* device);
-  NvmlReturn (*compute_processes)(NvmlDevice device, unsigned int* count, NvmlProcessInfo* infos);
+  NvmlReturn (*compute_processes)(NvmlDevice device, unsigned int* count, void* records);
+  size_t record_size;  // of the records compute_processes writes
   const char* (*error_string)(NvmlReturn result);
   char unavailable[96];  // why NVML cannot be used ("" when it can)
 };
 
+// Held while NVML is opened or asked (the flush thread and failing threads may both want a list).
 pthread_mutex_t g_nvml_lock = PTHREAD_MUTEX_INITIALIZER;
 bool g_nvml_tried = false;
 Nvml g_nvml;
+alignas(8) unsigned char g_records[kMaxRecords * kRecordRoom];  // under g_nvml_lock
 
 constexpr int kMaxDevices = 64;
 uint8_t g_uuid[kMaxDevices][16];
-bool g_has_uuid[kMaxDevices];  // written once per device, before any list of it is wanted
+// Per device: 0 no UUID yet, 1 being written, 2 published (g_uuid[device] readable).
+uint8_t g_uuid_state[kMaxDevices];
+constexpr uint8_t kUuidPublished = 2;
 int64_t g_interval_ns = 0;
 int64_t g_last_sample_ns[kMaxDevices];   // __atomic
 int64_t g_last_failure_ns[kMaxDevices];  // __atomic
 constexpr int64_t kFailureSpacingNs = 1000000000;
+constexpr int64_t kFailureWaitNs = 200000000;  // a failing thread waits at most this long for a listing under way
+constexpr int64_t kFlushWaitNs = 2000000000;
 
 // Opens NVML once; afterwards g_nvml says whether it can be used. Called with g_nvml_lock held.
 void OpenNvmlLocked() {
@@ -58,10 +69,12 @@ void OpenNvmlLocked() {
   g_nvml.init = reinterpret_cast<NvmlReturn (*)()>(dlsym(lib, "nvmlInit_v2"));
   g_nvml.handle_by_uuid =
       reinterpret_cast<NvmlReturn (*)(const char*, NvmlDevice*)>(dlsym(lib, "nvmlDeviceGetHandleByUUID"));
-  using ProcessesFn = NvmlReturn (*)(NvmlDevice, unsigned int*, NvmlProcessInfo*);
-  g_nvml.compute_processes = reinterpret_cast<ProcessesFn>(dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3"));
+  using ProcessesFn = NvmlReturn (*)(NvmlDevice, unsigned int*, void*);
+  g_nvml.compute_processes = reinterpret_cast<ProcessesFn>(dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v2"));
+  g_nvml.record_size = 24;
   if (g_nvml.compute_processes == nullptr) {
-    g_nvml.compute_processes = reinterpret_cast<ProcessesFn>(dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v2"));
+    g_nvml.compute_processes = reinterpret_cast<ProcessesFn>(dlsym(lib, "nvmlDeviceGetComputeRunningProcesses"));
+    g_nvml.record_size = sizeof(NvmlRecordHead);
   }
   g_nvml.error_string = reinterpret_cast<const char* (*)(NvmlReturn)>(dlsym(lib, "nvmlErrorString"));
   if (g_nvml.init == nullptr || g_nvml.handle_by_uuid == nullptr || g_nvml.compute_processes == nullptr) {
@@ -114,13 +127,25 @@ void FormatUuid(const uint8_t uuid[16], char out[48]) {
   *p = '\0';
 }
 
-// Lists the device's processes into *out (its time, seq and reason are the caller's).
-void List(int32_t device, GpuProcessesRecord* out) {
+// Lists the device's processes into *out (its time, seq and reason are the caller's). `wait_ns` bounds the wait for
+// another thread's listing (a failing thread never waits long: the program is waiting for its allocation).
+void List(int32_t device, GpuProcessesRecord* out, int64_t wait_ns) {
   out->device = device;
   out->count = 0;
   out->pids = 0;
   out->error[0] = '\0';
-  pthread_mutex_lock(&g_nvml_lock);
+  timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += static_cast<time_t>(wait_ns / 1000000000);
+  deadline.tv_nsec += static_cast<long>(wait_ns % 1000000000);
+  if (deadline.tv_nsec >= 1000000000) {
+    deadline.tv_nsec -= 1000000000;
+    ++deadline.tv_sec;
+  }
+  if (pthread_mutex_timedlock(&g_nvml_lock, &deadline) != 0) {
+    snprintf(out->error, sizeof(out->error), "NVML busy on another thread: not listed");
+    return;
+  }
   OpenNvmlLocked();
   if (g_nvml.unavailable[0] != '\0') {
     snprintf(out->error, sizeof(out->error), "%s", g_nvml.unavailable);
@@ -136,22 +161,29 @@ void List(int32_t device, GpuProcessesRecord* out) {
     pthread_mutex_unlock(&g_nvml_lock);
     return;
   }
-  NvmlProcessInfo infos[64];
-  unsigned int count = 64;
-  r = g_nvml.compute_processes(handle, &count, infos);
-  pthread_mutex_unlock(&g_nvml_lock);
-  if (r != kNvmlSuccess && r != kNvmlInsufficientSize) {
-    SetError(out, "nvmlDeviceGetComputeRunningProcesses", r);
+  unsigned int count = kMaxRecords;
+  r = g_nvml.compute_processes(handle, &count, g_records);
+  if (r == kNvmlInsufficientSize) {  // only the count was set: nothing to read
+    snprintf(out->error, sizeof(out->error), "more than %u processes on the device: not listed", kMaxRecords);
+    pthread_mutex_unlock(&g_nvml_lock);
     return;
   }
-  if (count > 64) count = 64;
+  if (r != kNvmlSuccess) {
+    SetError(out, "nvmlDeviceGetComputeRunningProcesses", r);
+    pthread_mutex_unlock(&g_nvml_lock);
+    return;
+  }
+  if (count > kMaxRecords) count = kMaxRecords;
+  NvmlRecordHead infos[kMaxRecords];
+  for (unsigned int i = 0; i < count; ++i) memcpy(&infos[i], g_records + i * g_nvml.record_size, sizeof(infos[i]));
+  pthread_mutex_unlock(&g_nvml_lock);
   const uint32_t self = static_cast<uint32_t>(getpid());
   bool self_listed = false;
   for (unsigned int i = 0; i < count; ++i) self_listed |= infos[i].pid == self;
-  // Largest first, so the ones that matter survive the cut to kMaxProcesses.
+  // Largest first, so the ones that matter survive the cut; NVML's "not available" (all ones, + 1 wraps to 0) last.
   for (unsigned int i = 1; i < count; ++i) {
     for (unsigned int j = i; j > 0 && infos[j].used_gpu_memory + 1 > infos[j - 1].used_gpu_memory + 1; --j) {
-      NvmlProcessInfo t = infos[j];
+      NvmlRecordHead t = infos[j];
       infos[j] = infos[j - 1];
       infos[j - 1] = t;
     }
@@ -177,10 +209,25 @@ bool Claim(int64_t* slot, int64_t now_ns, int64_t spacing_ns) {
 
 }  // namespace
 
+bool HasUuid(int32_t device) {
+  return device >= 0 && device < kMaxDevices &&
+         __atomic_load_n(&g_uuid_state[device], __ATOMIC_ACQUIRE) == kUuidPublished;
+}
+
 void NoteDeviceUuid(int32_t device, const uint8_t uuid[16]) {
   if (device < 0 || device >= kMaxDevices) return;
+  uint8_t unset = 0;  // the first thread to describe the device writes it; the others leave it
+  if (!__atomic_compare_exchange_n(&g_uuid_state[device], &unset, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    return;
+  }
   memcpy(g_uuid[device], uuid, 16);
-  __atomic_store_n(&g_has_uuid[device], true, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_uuid_state[device], kUuidPublished, __ATOMIC_RELEASE);
+}
+
+void ResetGpuProcessesInForkedChild() {
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;  // another thread of the parent may have held it
+  g_nvml_lock = fresh;
+  for (int d = 0; d < kMaxDevices; ++d) __atomic_store_n(&g_uuid_state[d], 0, __ATOMIC_RELAXED);
 }
 
 void ResetGpuProcessSampling(int64_t interval_ns) {
@@ -191,24 +238,24 @@ void ResetGpuProcessSampling(int64_t interval_ns) {
   }
 }
 
-bool ListGpuProcessesAtFailure(int32_t device, int64_t now_ns, GpuProcessesRecord* out) {
-  if (device < 0 || device >= kMaxDevices || !__atomic_load_n(&g_has_uuid[device], __ATOMIC_ACQUIRE)) return false;
-  if (!Claim(&g_last_failure_ns[device], now_ns, kFailureSpacingNs)) return false;
+bool GpuProcessesDueAtFailure(int32_t device, int64_t now_ns) {
+  return HasUuid(device) && Claim(&g_last_failure_ns[device], now_ns, kFailureSpacingNs);
+}
+
+void ListGpuProcessesAtFailure(int32_t device, int64_t now_ns, GpuProcessesRecord* out) {
   out->time_ns = now_ns;
   out->reason = 2;  // FAILED_ALLOCATION
-  List(device, out);
-  return true;
+  List(device, out, kFailureWaitNs);
 }
 
 void SampleGpuProcesses(int64_t now_ns, void (*write)(const GpuProcessesRecord& record)) {
   if (g_interval_ns <= 0) return;
   for (int32_t d = 0; d < kMaxDevices; ++d) {
-    if (!__atomic_load_n(&g_has_uuid[d], __ATOMIC_ACQUIRE)) continue;
-    if (!Claim(&g_last_sample_ns[d], now_ns, g_interval_ns)) continue;
-    GpuProcessesRecord record;
+    if (!HasUuid(d) || !Claim(&g_last_sample_ns[d], now_ns, g_interval_ns)) continue;
+    static GpuProcessesRecord record;  // the flush thread's alone; kept off its small stack
     record.time_ns = now_ns;
     record.reason = 1;  // SAMPLE
-    List(d, &record);
+    List(d, &record, kFlushWaitNs);
     write(record);
   }
 }

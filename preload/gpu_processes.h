@@ -29,9 +29,14 @@ void NoteDeviceUuid(int32_t device, const uint8_t uuid[16]);
 // Sets the periodic interval (0: no periodic lists; lists at failed allocations stay). Forgets the last lists.
 void ResetGpuProcessSampling(int64_t interval_ns);
 
-// After a failed allocation on `device`: fills `*out` (reason FAILED_ALLOCATION) and returns true when a list is due
-// (at most one per device per second).
-bool ListGpuProcessesAtFailure(int32_t device, int64_t now_ns, GpuProcessesRecord* out);
+// After a failed allocation on `device`: whether a list is due (the device is known; at most one per device per
+// second). Then ListGpuProcessesAtFailure fills `*out` (reason FAILED_ALLOCATION), waiting at most 200 ms for a
+// listing under way on another thread (else `error` says so).
+bool GpuProcessesDueAtFailure(int32_t device, int64_t now_ns);
+void ListGpuProcessesAtFailure(int32_t device, int64_t now_ns, GpuProcessesRecord* out);
+
+// In a forked child: the parent's lock state and devices are not the child's (its trace describes its own).
+void ResetGpuProcessesInForkedChild();
 
 // On the flush thread: calls write(record) for each known device whose periodic list is due.
 void SampleGpuProcesses(int64_t now_ns, void (*write)(const GpuProcessesRecord& record));

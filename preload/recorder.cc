@@ -513,6 +513,17 @@ void RecordPhase(uint32_t kind, const char* name, size_t name_size, uint64_t ran
   --self.in_recorder;
 }
 
+// The processes on the failing event's device, placed after it. Only on the failure path, and in a frame of its own:
+// the list is 3 KB, which every other event's stack is spared.
+__attribute__((noinline)) void WriteProcessesAfterFailure(const EventRecord& ev) {
+  GpuProcessesRecord processes;
+  ListGpuProcessesAtFailure(ev.device, ev.time_ns, &processes);
+  processes.after_seq = ev.seq;
+  pthread_mutex_lock(&g_locks.record);
+  if (g_session.running() && !WriteGpuProcesses(g_output.packets(), processes)) g_output.packets()->ClearError();
+  pthread_mutex_unlock(&g_locks.record);
+}
+
 // One event: what it is, its device, the driver's view and its stack, outside the lock; appended to the open unit
 // under g_locks.record; then, outside every lock again, the attach to PyTorch's allocator (MaybeAttachTorch).
 void Record(const CallRecord& call) {
@@ -542,24 +553,20 @@ void Record(const CallRecord& call) {
   TakeStack(call, kind, &clock, &stack);
   char thread_name[16] = "";
   if (self.thread_index == 0 || self.name_changed) prctl(PR_GET_NAME, thread_name);
-  // A failed allocation: who else holds the device's memory (NVML), placed right after the failure.
-  GpuProcessesRecord processes;
-  const bool listed = kind.is_alloc && call.result != 0 && !call.cupti_only &&
-                      ListGpuProcessesAtFailure(ev.device, clock.start_ns, &processes);
 
   pthread_mutex_lock(&g_locks.record);
   clock.locked_ns = clock.PartNow();
   if (g_session.running()) {
     AppendLocked(call, kind, self, thread_name, &stack, sampled ? &sample : nullptr, &clock, &ev);
-    if (listed) {
-      processes.after_seq = ev.seq;
-      if (!WriteGpuProcesses(g_output.packets(), processes)) g_output.packets()->ClearError();
-    }
   } else {
     g_health.dropped.fetch_add(1, std::memory_order_relaxed);
   }
   pthread_mutex_unlock(&g_locks.record);
   if (call.seq != 0) SequenceDone(call.seq);  // appended (or dropped): the mark may pass it
+  // A failed allocation: who else holds the device's memory (NVML), placed right after the failure.
+  if (kind.is_alloc && call.result != 0 && !call.cupti_only && GpuProcessesDueAtFailure(ev.device, clock.start_ns)) {
+    WriteProcessesAfterFailure(ev);
+  }
 
   MaybeAttachTorch(call, kind, ev, &stack);
   errno = saved_errno;

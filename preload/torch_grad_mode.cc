@@ -14,7 +14,9 @@ namespace {
 // bool c10::GradMode::is_enabled()
 constexpr char kIsEnabledSymbol[] = "_ZN3c108GradMode10is_enabledEv";
 
-using IsEnabledFn = bool (*)();
+// Declared as returning a byte, which is how the ABI returns a bool (the low byte of the return register): so that
+// the check below sees what the function answered, where a `bool` the compiler may assume to be 0 or 1.
+using IsEnabledFn = uint8_t (*)();
 std::atomic<IsEnabledFn> g_is_enabled{nullptr};
 
 struct Found {
@@ -72,11 +74,7 @@ void LearnGradMode(const char* c10_cuda_path) {
     return;
   }
   auto fn = reinterpret_cast<IsEnabledFn>(address);
-  // A bool comes back in the low byte of the return register: read the byte as such, then check it is 0 or 1.
-  unsigned char answer;
-  bool value = fn();
-  memcpy(&answer, &value, 1);
-  if (answer > 1) {
+  if (fn() > 1) {
     Unknown("c10::GradMode::is_enabled() did not answer a bool: autograd's grad mode unknown for every block");
     return;
   }
@@ -86,7 +84,7 @@ void LearnGradMode(const char* c10_cuda_path) {
 format::Api TorchAllocApi() {
   IsEnabledFn fn = g_is_enabled.load(std::memory_order_acquire);
   if (fn == nullptr) return format::Api::kTorchAlloc;
-  return fn() ? format::Api::kTorchAllocGrad : format::Api::kTorchAllocNoGrad;
+  return fn() != 0 ? format::Api::kTorchAllocGrad : format::Api::kTorchAllocNoGrad;
 }
 
 }  // namespace cumemtrace::preload

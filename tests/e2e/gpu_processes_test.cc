@@ -97,6 +97,19 @@ TEST(GpuProcesses, WhenNvmlFailsTheListSaysWhy) {
   RemoveRunDir(run);
 }
 
+// More processes than the preload's buffer: NVML answers with the count only, and the list says so.
+TEST(GpuProcesses, MoreProcessesThanTheBufferAreSaidNotListed) {
+  std::string many = "self:1048576";
+  for (int i = 0; i < 70; ++i) many += "," + std::to_string(5000 + i) + ":1048576";
+  RunResult run = RunOom({{"FAKE_NVML_PROCESSES", many}});
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  CollectedTrace trace = CollectTrace(run.trace_path);
+  ASSERT_EQ(trace.gpu_processes.size(), 1u);
+  EXPECT_EQ(trace.gpu_processes[0].error, "more than 64 processes on the device: not listed");
+  EXPECT_TRUE(trace.gpu_processes[0].processes.empty());
+  RemoveRunDir(run);
+}
+
 // A run without a failure and without periodic lists never loads NVML.
 TEST(GpuProcesses, NvmlIsLoadedOnlyWhenAListIsWanted) {
   RunOptions options;

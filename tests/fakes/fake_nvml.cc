@@ -1,6 +1,8 @@
 // TEST DOUBLE: a fake libnvidia-ml.so.1, the few NVML calls the preload makes (preload/gpu_processes.cc) with the
-// layouts NVML has (nvmlProcessInfo_t: pid, usedGpuMemory, gpuInstanceId, computeInstanceId). Devices are found by
-// the UUIDs the fake libcuda.so.1 gives ("FAKECUDA", then zeros, then the ordinal). Never linked into anything.
+// record layouts NVML has: nvmlDeviceGetComputeRunningProcesses_v2 writes 24-byte records (pid, usedGpuMemory,
+// gpuInstanceId, computeInstanceId), _v3 32-byte ones as some R535 drivers do (a trap: the preload must not use it),
+// the unversioned call 16-byte ones. Devices are found by the UUIDs the fake libcuda.so.1 gives ("FAKECUDA", then
+// zeros, then the ordinal). Never linked into anything.
 //
 // Controls (environment): FAKE_NVML_PROCESSES="PID:BYTES,..." the compute processes of every device, largest or not
 // ("self" for the calling process's pid, "?" for memory NVML cannot say); FAKE_NVML_INIT_FAIL=1 nvmlInit fails;
@@ -15,8 +17,6 @@ namespace {
 struct ProcessInfo {
   unsigned int pid;
   unsigned long long used_gpu_memory;
-  unsigned int gpu_instance_id;
-  unsigned int compute_instance_id;
 };
 
 constexpr int kSuccess = 0, kInvalidArgument = 2, kDriverNotLoaded = 9, kNotFound = 6, kInsufficientSize = 7;
@@ -55,13 +55,17 @@ __attribute__((visibility("default"))) int nvmlDeviceGetHandleByUUID(const char*
   return kSuccess;
 }
 
-__attribute__((visibility("default"))) int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned int* count,
-                                                                                   ProcessInfo* infos) {
+}  // extern "C"
+
+namespace {
+
+// The processes FAKE_NVML_PROCESSES names, written as records of `record_size` bytes.
+int Processes(void* device, unsigned int* count, void* records, size_t record_size) {
   if (device == nullptr || count == nullptr) return kInvalidArgument;
   const char* spec = getenv("FAKE_NVML_PROCESSES");
-  ProcessInfo parsed[64];
+  ProcessInfo parsed[128];
   unsigned int n = 0;
-  for (const char* p = spec != nullptr ? spec : ""; *p != '\0' && n < 64;) {
+  for (const char* p = spec != nullptr ? spec : ""; *p != '\0' && n < 128;) {
     ProcessInfo& info = parsed[n++];
     info = {};
     if (strncmp(p, "self", 4) == 0) {
@@ -87,10 +91,32 @@ __attribute__((visibility("default"))) int nvmlDeviceGetComputeRunningProcesses_
     *count = n;
     return kInsufficientSize;
   }
-  if (n > 0 && infos == nullptr) return kInvalidArgument;
-  memcpy(infos, parsed, n * sizeof(ProcessInfo));
+  if (n > 0 && records == nullptr) return kInvalidArgument;
+  memset(records, 0xee, n * record_size);  // the fields the preload must not read
+  for (unsigned int i = 0; i < n; ++i) {
+    memcpy(static_cast<char*>(records) + i * record_size, &parsed[i], sizeof(parsed[i]));
+  }
   *count = n;
   return kSuccess;
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) int nvmlDeviceGetComputeRunningProcesses_v2(void* device, unsigned int* count,
+                                                                                   void* records) {
+  return Processes(device, count, records, 24);
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned int* count,
+                                                                                   void* records) {
+  return Processes(device, count, records, 32);
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceGetComputeRunningProcesses(void* device, unsigned int* count,
+                                                                                void* records) {
+  return Processes(device, count, records, 16);
 }
 
 }  // extern "C"
