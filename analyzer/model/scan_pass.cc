@@ -186,7 +186,7 @@ void ScanPass::ApplyTorch(const Event& event, uint64_t index) {
   if (event.api != format::Api::kTorchFreeRequested) ++a_.allocator.replay_steps;
   if (format::IsTorchBlockAlloc(event.api)) {
     layer_.SetAutograd(autograd_.OnBlockAlloc(event.api, IsAutogradEngineThread(a_.info.ThreadName(event.thread)),
-                                              event.stack));
+                                              event.thread, event.stack));
   }
   layer_.Apply(event, index);
   if (format::IsTorchBlockAlloc(event.api)) {

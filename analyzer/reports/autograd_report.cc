@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "analyzer/model/stacks/frame_class.h"
 
@@ -26,6 +27,17 @@ std::vector<Frame> UserFrames(uint64_t stack, const std::string& executable, Fra
 
 bool SameLine(const Frame& a, const Frame& b) {
   return a.file == b.file && a.line == b.line && a.function == b.function;
+}
+
+// The user's frames of a stack as one key: its call path through the user's code. Training's forward and an
+// evaluation's differ there (train() and evaluate() call the model), while a new kernel or backend inside the
+// same forward does not change it.
+std::string UserPathKey(uint64_t stack, const std::string& executable, FrameResolver& resolver) {
+  std::string key;
+  for (const Frame& f : UserFrames(stack, executable, resolver)) {
+    absl::StrAppend(&key, f.file, ":", f.line, ":", f.function, "\n");
+  }
+  return key;
 }
 
 // The innermost user line every stack passes through (their common outermost user frames' last), over the stacks
@@ -117,30 +129,61 @@ AutogradView BuildAutogradView(const GraphRetention& r, const std::string& execu
   // looks the same.
   std::vector<RetentionStack> graph;
   uint64_t graph_bytes = 0, graph_count = 0;
-  if (r.backward_passes > 0) {
+  if (r.backward_passes > 0 && !r.unfollowed.empty()) {
+    // "No backward pass followed" holds for a call path of the user's code, not for one stack: a training step that
+    // runs a new kernel makes new stacks under a path every earlier step's backward followed.
+    absl::flat_hash_map<std::string, uint32_t> first_epoch_of_path;
+    for (const auto& [stack, epoch] : r.first_recording_epochs) {
+      auto [it, added] = first_epoch_of_path.try_emplace(UserPathKey(stack, executable, resolver), epoch);
+      if (!added) it->second = std::min(it->second, epoch);
+    }
     for (const RetentionStack& s : r.unfollowed) {
       if (!MadeInsideALibrary(s.stack, executable, resolver)) continue;
+      auto path = first_epoch_of_path.find(UserPathKey(s.stack, executable, resolver));
+      if (path != first_epoch_of_path.end() && path->second < r.backward_passes) continue;  // followed before
       graph.push_back(s);
       graph_bytes += s.bytes;
       graph_count += s.count;
     }
   }
   // A fix is named only for a real part of the moment.
+  // The kept tensors by the user's line that made them; the largest line is the one named.
+  struct Line {
+    uint64_t bytes = 0, count = 0;
+    uint32_t first_epoch = UINT32_MAX, last_epoch = 0;
+    std::optional<Frame> where;
+  };
+  Line kept;
+  {
+    absl::flat_hash_map<std::string, Line> lines;
+    for (const RetentionStack& s : r.kept) {
+      std::optional<Frame> where = InnermostUserLine(s.stack, executable, resolver);
+      const std::string key = where.has_value() ? absl::StrCat(where->file, ":", where->line) : "";
+      Line& l = lines[key];
+      l.bytes += s.bytes;
+      l.count += s.count;
+      l.first_epoch = std::min(l.first_epoch, s.first_epoch);
+      l.last_epoch = std::max(l.last_epoch, s.last_epoch);
+      l.where = where;
+    }
+    for (auto& [key, l] : lines) {
+      if (l.bytes > kept.bytes) kept = l;
+    }
+  }
   const uint64_t worth = std::max<uint64_t>(r.live_bytes / 10, 1);
   const bool no_grad = graph_bytes >= worth;
-  const bool item = r.kept_bytes >= worth;
-  if (no_grad && (!item || graph_bytes >= r.kept_bytes)) {
+  const bool item = kept.bytes >= worth;
+  if (no_grad && (!item || graph_bytes >= kept.bytes)) {
     v.finding.fix = GraphFix::kNoGrad;
     v.finding.bytes = graph_bytes;
     v.finding.count = graph_count;
     v.finding.where = CommonUserLine(graph, graph_bytes, executable, resolver);
   } else if (item) {
-    const RetentionStack& top = r.kept.front();
     v.finding.fix = GraphFix::kItem;
-    v.finding.bytes = r.kept_bytes;
-    v.finding.count = r.kept_count;
-    v.finding.steps = top.last_epoch - top.first_epoch + 1;
-    v.finding.where = InnermostUserLine(top.stack, executable, resolver);
+    v.finding.bytes = kept.bytes;
+    v.finding.count = kept.count;
+    v.finding.steps = kept.last_epoch - kept.first_epoch + 1;
+    v.finding.where = kept.where;
   }
   v.finding.backward_passes = r.backward_passes;
   return v;

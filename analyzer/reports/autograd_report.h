@@ -3,12 +3,13 @@
 // engine's tensors (the autograd node in each one's native stack: MmBackward0, AccumulateGrad, ...).
 //
 // The fix is named only when its tensors are a real part of the moment (at least a tenth of the live bytes):
-//   no_grad  after a backward pass ran, code that recorded and that no backward pass followed, its tensors made
-//            inside the model's modules (what a kept graph holds; a tensor made at the user's own line and kept is
+//   no_grad  after a backward pass ran, code that recorded and that no backward pass followed (judged per call
+//            path through the user's code: all the user's frames of a stack), its tensors made inside the model's
+//            modules (what a kept graph holds; a tensor made at the user's own line and kept is
 //            kept by a reference, which no_grad would not drop): wrap the innermost line of the user's that all
 //            those tensors share (the call in the evaluation loop) in `with torch.no_grad():`.
-//   item     tensors of one line outliving backward passes step after step: keep a Python number (`.item()`) or a
-//            CPU copy of what that line computes, not the tensor.
+//   item     tensors of one line outliving backward passes step after step (from three epochs or more): keep a
+//            Python number (`.item()`) or a CPU copy of what that line computes, not the GPU tensor.
 // The larger of the two wins when both are there. Tests and the GPU checks (tests/gpu/graph_retention_check.sh)
 // rerun the program with the named change and show the OOM gone.
 #ifndef CUMEMTRACE_ANALYZER_REPORTS_AUTOGRAD_REPORT_H_
@@ -34,7 +35,7 @@ struct GraphFinding {
   uint64_t bytes = 0;             // the live tensors it is about
   uint64_t count = 0;
   uint32_t backward_passes = 0;   // begun before the moment
-  uint32_t steps = 0;             // item: the backward passes its tensors span
+  uint32_t steps = 0;             // item: the backward passes the named line's tensors span
   std::optional<Frame> where;     // the user's line to change; none when no user frame was found
 };
 

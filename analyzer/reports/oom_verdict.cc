@@ -12,8 +12,9 @@ OtherProcesses OtherProcessesAt(const TraceInfo& info, int32_t device, uint64_t 
   OtherProcesses p;
   const GpuProcessesInfo* list = info.GpuProcessesAt(device, seq);
   if (list == nullptr) return p;
-  p.at_failure = list->reason == GpuProcessesInfo::Reason::kFailedAllocation;
   p.age_ns = time_ns > list->time_ns ? time_ns - list->time_ns : 0;
+  // Lists at failures come at most once a second per device: an older one belongs to another failure.
+  p.at_failure = list->reason == GpuProcessesInfo::Reason::kFailedAllocation && p.age_ns <= 1000000000;
   p.error = list->error;
   p.listed = list->error.empty();
   p.pids = list->pids;

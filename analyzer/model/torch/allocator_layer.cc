@@ -48,7 +48,13 @@ AllocatorLayer::Device& AllocatorLayer::ForDevice(int32_t device) {
 std::map<uint64_t, TorchSegment>::iterator AllocatorLayer::SegmentAt(Device& d, uint64_t address) {
   if (d.last_segment_valid_at == d.segments_erased) {
     auto last = d.last_segment;
-    if (address >= last->first && address - last->first < last->second.size) return last;
+    // ... and no later segment starts at or before the address (segments may overlap after a damaged layout; the
+    // lookup below then answers as it always did).
+    auto next = std::next(last);
+    if (address >= last->first && address - last->first < last->second.size &&
+        (next == d.segments.end() || next->first > address)) {
+      return last;
+    }
   }
   auto it = d.segments.upper_bound(address);
   if (it == d.segments.begin()) return d.segments.end();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 
 namespace cumemtrace::analyzer {
@@ -13,18 +14,22 @@ struct StackSum {
   uint64_t count = 0;
   uint32_t first_epoch = UINT32_MAX;
   uint32_t last_epoch = 0;
+  absl::flat_hash_set<uint32_t> epochs;
   void Add(const AutogradTensor& t) {
     bytes += t.size;
     ++count;
     first_epoch = std::min(first_epoch, t.stamp.epoch);
     last_epoch = std::max(last_epoch, t.stamp.epoch);
+    epochs.insert(t.stamp.epoch);
   }
 };
 
 std::vector<RetentionStack> Largest(const absl::flat_hash_map<uint64_t, StackSum>& sums, size_t max) {
   std::vector<RetentionStack> out;
   out.reserve(sums.size());
-  for (const auto& [stack, s] : sums) out.push_back({stack, s.bytes, s.count, s.first_epoch, s.last_epoch});
+  for (const auto& [stack, s] : sums) {
+    out.push_back({stack, s.bytes, s.count, s.first_epoch, s.last_epoch, static_cast<uint32_t>(s.epochs.size())});
+  }
   std::sort(out.begin(), out.end(), [](const RetentionStack& a, const RetentionStack& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
   });
@@ -38,15 +43,20 @@ bool IsAutogradEngineThread(absl::string_view thread_name) {
   return absl::StartsWith(thread_name, "pt_autograd_");
 }
 
-AutogradStamp AutogradPasses::OnBlockAlloc(format::Api api, bool engine_thread, uint64_t stack) {
+AutogradStamp AutogradPasses::OnBlockAlloc(format::Api api, bool engine_thread, uint32_t thread, uint64_t stack) {
   AutogradStamp stamp;
   stamp.grad = format::GradModeOf(api);
   if (stamp.grad != format::GradMode::kUnknown) grad_known_ = true;
   if (engine_thread) {
-    if (!in_backward_) ++passes_;
+    if (!in_backward_) {
+      ++passes_;
+      pass_driver_ = last_program_thread_;
+    }
     in_backward_ = true;
   } else {
-    in_backward_ = false;  // the program's own threads allocate again: forward, optimizer, evaluation
+    // The thread that started the pass allocates again (the optimizer, the next forward): the pass is over.
+    if (thread == pass_driver_) in_backward_ = false;
+    last_program_thread_ = thread;
   }
   stamp.backward = engine_thread;
   stamp.epoch = passes_;
@@ -83,13 +93,14 @@ GraphRetention AutogradPasses::JudgeRetention(const std::vector<AutogradTensor>&
   // Growth across steps: live tensors of one stack from at least three passes apart.
   absl::flat_hash_map<uint64_t, StackSum> kept;
   for (const auto& [stack, s] : survivors) {
-    if (s.count < 3 || s.last_epoch - s.first_epoch < 2) continue;
+    if (s.epochs.size() < 3) continue;
     kept[stack] = s;
     r.kept_bytes += s.bytes;
     r.kept_count += s.count;
   }
   r.kept = Largest(kept, GraphRetention::kMaxStacks);
   r.backward = Largest(backward, SIZE_MAX);
+  r.first_recording_epochs.assign(first_recording_epoch_.begin(), first_recording_epoch_.end());
   return r;
 }
 

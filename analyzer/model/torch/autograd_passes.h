@@ -11,13 +11,17 @@
 //               ever followed: an evaluation loop without torch.no_grad(). With no backward pass at all before the
 //               moment, the same tensors are reported as such (a training script's first forward looks alike).
 //   kept        allocated while recording, outliving backward passes, at stacks whose live tensors come from at
-//               least three different passes: something keeps each step's graph (a running total of a tensor),
-//               which backward would otherwise have freed.
+//               least three different epochs: something keeps them from step to step (a running total of a tensor,
+//               which keeps each step's graph too; a list of results).
+// A pass begins with the engine's first allocation after the program's threads allocated, and ends when the thread
+// that allocated last before it allocates again (another thread of the program allocating meanwhile, a data
+// prefetcher, does not split a pass).
 // Traces whose blocks carry no grad mode get neither (never a guess).
 #ifndef CUMEMTRACE_ANALYZER_MODEL_TORCH_AUTOGRAD_PASSES_H_
 #define CUMEMTRACE_ANALYZER_MODEL_TORCH_AUTOGRAD_PASSES_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -49,6 +53,7 @@ struct RetentionStack {
   uint64_t count = 0;
   uint32_t first_epoch = 0;  // of its live tensors
   uint32_t last_epoch = 0;
+  uint32_t epochs = 0;       // distinct epochs among its live tensors
 };
 
 struct GraphRetention {
@@ -62,13 +67,16 @@ struct GraphRetention {
   uint64_t kept_bytes = 0, kept_count = 0;
   std::vector<RetentionStack> kept;        // largest first, at most kMaxStacks
   std::vector<RetentionStack> backward;    // every stack of the engine's live tensors, largest first
+  // Every stack that allocated while recording (outside the engine), with the epoch of its first such allocation:
+  // the report decides "followed by a backward pass" per call path of the user's code, which several stacks share.
+  std::vector<std::pair<uint64_t, uint32_t>> first_recording_epochs;
   static constexpr size_t kMaxStacks = 64;
 };
 
 class AutogradPasses {
  public:
-  // A block handed out, in replay order; returns its stamp.
-  AutogradStamp OnBlockAlloc(format::Api api, bool engine_thread, uint64_t stack);
+  // A block handed out by `thread` (ThreadInfo::index), in replay order; returns its stamp.
+  AutogradStamp OnBlockAlloc(format::Api api, bool engine_thread, uint32_t thread, uint64_t stack);
   uint32_t passes() const { return passes_; }
   // Whether any block carried a grad mode.
   bool grad_known() const { return grad_known_; }
@@ -81,6 +89,8 @@ class AutogradPasses {
  private:
   uint32_t passes_ = 0;
   bool in_backward_ = false;
+  uint32_t last_program_thread_ = 0;  // the program's (non-engine) thread that allocated last
+  uint32_t pass_driver_ = 0;          // ... when the current pass began
   bool grad_known_ = false;
   // Per stack, the epoch of its first allocation while recording: a stack allocated first in the current epoch
   // was never followed by a backward pass.

@@ -143,9 +143,9 @@ std::string AutogradText(const AutogradView& v) {
     case GraphFix::kItem:
       return absl::StrFormat(
           "Autograd: %s in %s made by %s while autograd recorded outlived the backward passes of %u steps: "
-          "something keeps them from step to step, typically a running total of a tensor (`total += value`) that "
-          "keeps each step's graph. Keep `value.item()` (a Python number) or a CPU copy of what that line "
-          "computes, not the tensor\n",
+          "something keeps them from step to step, a running total of a tensor (`total += value`, which also "
+          "keeps each step's graph) or a list of results. Keep `value.item()` (a Python number) or a CPU copy "
+          "of what that line computes, not the GPU tensor\n",
           HumanBytes(f.bytes), Plural(f.count, "tensor", "tensors"), LineOf(f.where, "one line"), f.steps);
     case GraphFix::kNone:
       break;

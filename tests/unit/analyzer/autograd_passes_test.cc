@@ -16,15 +16,17 @@ constexpr uint64_t kForward = 1, kEval = 2, kGrad = 3, kMetric = 4, kParams = 5;
 class Trace {
  public:
   // A block allocated by the program's own thread, with or without autograd recording.
-  AutogradTensor Forward(uint64_t stack, uint64_t size, bool recording = true) {
-    AutogradStamp s = passes_.OnBlockAlloc(recording ? Api::kTorchAllocGrad : Api::kTorchAllocNoGrad, false, stack);
+  AutogradTensor Forward(uint64_t stack, uint64_t size, bool recording = true, uint32_t thread = kMain) {
+    AutogradStamp s =
+        passes_.OnBlockAlloc(recording ? Api::kTorchAllocGrad : Api::kTorchAllocNoGrad, false, thread, stack);
     return {stack, size, s};
   }
   // A block allocated by autograd's engine (a backward pass).
   AutogradTensor Backward(uint64_t stack, uint64_t size) {
-    AutogradStamp s = passes_.OnBlockAlloc(Api::kTorchAllocNoGrad, true, stack);
+    AutogradStamp s = passes_.OnBlockAlloc(Api::kTorchAllocNoGrad, true, kEngine, stack);
     return {stack, size, s};
   }
+  static constexpr uint32_t kMain = 1, kEngine = 2, kPrefetcher = 3;
   GraphRetention Judge(const std::vector<AutogradTensor>& live) const {
     return passes_.JudgeRetention(live, passes_.passes());
   }
@@ -124,6 +126,7 @@ TEST(AutogradPasses, TensorsOutlivingPassesStepAfterStepAreKept) {
   EXPECT_EQ(r.kept[0].stack, kMetric);
   EXPECT_EQ(r.kept[0].first_epoch, 1u);
   EXPECT_EQ(r.kept[0].last_epoch, 5u);
+  EXPECT_EQ(r.kept[0].epochs, 5u);
   // Parameters survive every pass too, but from one step only: not growth.
   for (const RetentionStack& s : r.kept) EXPECT_NE(s.stack, kParams);
 }
@@ -145,14 +148,44 @@ TEST(AutogradPasses, BlocksWithoutAGradModeAreNeverJudged) {
   AutogradPasses passes;
   std::vector<AutogradTensor> live;
   for (int i = 0; i < 5; ++i) {
-    live.push_back({kEval, kMiB, passes.OnBlockAlloc(Api::kTorchAlloc, false, kEval)});
+    live.push_back({kEval, kMiB, passes.OnBlockAlloc(Api::kTorchAlloc, false, 1, kEval)});
   }
-  passes.OnBlockAlloc(Api::kTorchAlloc, true, kGrad);
+  passes.OnBlockAlloc(Api::kTorchAlloc, true, 2, kGrad);
   const GraphRetention r = passes.JudgeRetention(live, passes.passes());
   EXPECT_FALSE(r.grad_known);
   EXPECT_EQ(r.recording_bytes, 0u);
   EXPECT_EQ(r.unfollowed_bytes, 0u);
   EXPECT_EQ(r.kept_bytes, 0u);
+}
+
+// Another thread of the program allocating during a backward pass (a data prefetcher) does not split the pass.
+TEST(AutogradPasses, AnotherThreadAllocatingDoesNotSplitAPass) {
+  Trace run;
+  run.Forward(kForward, kMiB);
+  run.Backward(kGrad, kMiB);
+  run.Forward(kEval, kMiB, /*recording=*/true, Trace::kPrefetcher);
+  run.Backward(kGrad, kMiB);
+  EXPECT_EQ(run.passes().passes(), 1u);
+  run.Forward(kForward, kMiB);  // the thread that started it: the pass is over
+  run.Backward(kGrad, kMiB);
+  EXPECT_EQ(run.passes().passes(), 2u);
+}
+
+// Three tensors of one line from two epochs are not growth from step to step.
+TEST(AutogradPasses, KeptNeedsThreeDistinctEpochs) {
+  Trace run;
+  std::vector<AutogradTensor> live;
+  for (int step = 0; step < 4; ++step) {
+    run.Forward(kForward, kMiB);
+    if (step == 1 || step == 3) {
+      live.push_back(run.Forward(kMetric, kMiB));
+      live.push_back(run.Forward(kMetric, kMiB));
+    }
+    run.Backward(kGrad, kMiB);
+  }
+  run.Forward(kForward, kMiB);
+  const GraphRetention r = run.Judge(live);
+  EXPECT_EQ(r.kept_bytes, 0u);  // 4 tensors, epochs 1 and 3 only
 }
 
 // The engine's live tensors are listed by stack for attribution, whatever their grad mode.
