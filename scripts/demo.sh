@@ -23,10 +23,10 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && gre
   fi
 else
   cmake --build "$build_dir" --target cumem-analyze
-  trace=examples/story_oom_blocks_h100.pb
+  trace=examples/graph_no_grad_h100.pb
   echo "demo: no GPU here; reporting on $trace, captured on an NVIDIA H100 (examples/README.md):"
-  echo "      a PyTorch validation loop that keeps its outputs on the GPU until PyTorch runs out of memory,"
-  echo "      with PyTorch's tensors (caching-allocator blocks) as well as its segments"
+  echo "      a PyTorch evaluation loop without torch.no_grad() that keeps every batch's graph until PyTorch runs"
+  echo "      out of memory; rerun on the GPU with the change the report names, it ran through"
 fi
 echo
 "$analyze" "$trace"
