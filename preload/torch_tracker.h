@@ -13,8 +13,9 @@
 // When: inside the allocator's own first segment allocation (a driver allocation with libc10_cuda.so on its stack),
 // so that segment and every block after it reach the tracker: no block predates it.
 //
-// Never: call into PyTorch other than that one method, take the GIL, throw, or call the attach of any other
-// allocator class (cudaMallocAsync's throws c10::Error). The callback runs with the device's allocator mutex held
+// Never: call into PyTorch other than that one method and c10::GradMode::is_enabled() (torch_grad_mode.h: a
+// thread-local read), take the GIL, throw, or call the attach of any other allocator class (cudaMallocAsync's throws
+// c10::Error). The callback runs with the device's allocator mutex held
 // and only records. When anything does not check out, it steps aside with one Notice in the trace.
 #ifndef CUMEMTRACE_PRELOAD_TORCH_TRACKER_H_
 #define CUMEMTRACE_PRELOAD_TORCH_TRACKER_H_
