@@ -248,7 +248,7 @@ void ListGpuProcessesAtFailure(int32_t device, int64_t now_ns, GpuProcessesRecor
   List(device, out, kFailureWaitNs);
 }
 
-void SampleGpuProcesses(int64_t now_ns, void (*write)(const GpuProcessesRecord& record)) {
+void SampleGpuProcesses(int64_t now_ns, void (*write)(GpuProcessesRecord& record)) {
   if (g_interval_ns <= 0) return;
   for (int32_t d = 0; d < kMaxDevices; ++d) {
     if (!HasUuid(d) || !Claim(&g_last_sample_ns[d], now_ns, g_interval_ns)) continue;

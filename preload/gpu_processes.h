@@ -39,7 +39,7 @@ void ListGpuProcessesAtFailure(int32_t device, int64_t now_ns, GpuProcessesRecor
 void ResetGpuProcessesInForkedChild();
 
 // On the flush thread: calls write(record) for each known device whose periodic list is due.
-void SampleGpuProcesses(int64_t now_ns, void (*write)(const GpuProcessesRecord& record));
+void SampleGpuProcesses(int64_t now_ns, void (*write)(GpuProcessesRecord& record));
 
 }  // namespace cumemtrace::preload
 

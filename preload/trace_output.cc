@@ -147,12 +147,11 @@ void FlushNowLocked() {
 namespace {
 
 // A periodic list of a GPU's processes, placed after the last event numbered so far.
-void WriteSampledProcesses(const GpuProcessesRecord& record) {
-  GpuProcessesRecord placed = record;
+void WriteSampledProcesses(GpuProcessesRecord& record) {
   pthread_mutex_lock(&g_locks.record);
   if (g_session.running()) {
-    placed.after_seq = LastSequence();
-    if (!WriteGpuProcesses(g_output.packets(), placed)) g_output.packets()->ClearError();
+    record.after_seq = LastSequence();
+    if (!WriteGpuProcesses(g_output.packets(), record)) g_output.packets()->ClearError();
   }
   pthread_mutex_unlock(&g_locks.record);
 }
