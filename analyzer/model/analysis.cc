@@ -1,4 +1,6 @@
-// Analyze(): one ScanPass over the trace, and a PinnedPass only when the pinned host changes outgrew their log.
+// Analyze(): one ScanPass over the trace, and a PinnedPass only when the pinned host changes outgrew their log. When
+// the first ScanPass finds training and validation in a trace without NVTX ranges, the whole analysis is made once
+// more with them as phases: a phase's peaks, and the --phase filter, need to know a range when it opens.
 #include "analyzer/model/analysis.h"
 
 #include "analyzer/model/scan_pass.h"
@@ -12,13 +14,16 @@ const PeakResult* Analysis::FindPeak(int32_t device, int series) const {
   return nullptr;
 }
 
-absl::StatusOr<std::unique_ptr<Analysis>> Analyze(const std::string& path, const AnalyzeOptions& options) {
+namespace {
+
+absl::StatusOr<std::unique_ptr<Analysis>> AnalyzeOnce(const std::string& path, const AnalyzeOptions& options,
+                                                      const std::vector<PhaseInfo>& detected_phases) {
   auto analysis = std::make_unique<Analysis>();
   Analysis& a = *analysis;
   a.info.path = path;
   bool pinned_done = true;
   {
-    ScanPass scan(a, options);
+    ScanPass scan(a, options, detected_phases);
     if (absl::Status s = ReadTrace(path, scan, &a.info.stats); !s.ok()) return s;
     pinned_done = scan.Finish();
   }
@@ -31,6 +36,16 @@ absl::StatusOr<std::unique_ptr<Analysis>> Analyze(const std::string& path, const
   a.pinned = tracker.Finish(a.grouper.get());
   a.second_pass = true;
   return analysis;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Analysis>> Analyze(const std::string& path, const AnalyzeOptions& options) {
+  absl::StatusOr<std::unique_ptr<Analysis>> first = AnalyzeOnce(path, options, {});
+  if (!first.ok() || (*first)->detected_phases.empty()) return first;
+  const std::vector<PhaseInfo> detected = std::move((*first)->detected_phases);
+  first->reset();  // one analysis in memory at a time
+  return AnalyzeOnce(path, options, detected);
 }
 
 }  // namespace cumemtrace::analyzer

@@ -136,6 +136,9 @@ struct Analysis {
   std::vector<OwnerUsage> owners;            // memory by owner per device (owners.h)
   std::vector<DriverMemory> driver_memory;  // per GPU with MemorySample packets (driver_memory.h)
   PhaseResults phases;                      // NVTX ranges, peaks per phase, the filter (phases.h)
+  // Training and validation found in a trace without NVTX ranges (torch/step_phases.h), as phase transitions: read
+  // by Analyze(), which places them among the events in a second read.
+  std::vector<PhaseInfo> detected_phases;
   AllocatorResult allocator;  // PyTorch's caching allocator's blocks (allocator_result.h); empty without them
   bool second_pass = false;  // the pinned changes outgrew their log and the trace was read again
 

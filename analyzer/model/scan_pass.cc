@@ -185,8 +185,10 @@ void ScanPass::ApplyTorch(const Event& event, uint64_t index) {
   a_.allocator.events = true;
   if (event.api != format::Api::kTorchFreeRequested) ++a_.allocator.replay_steps;
   if (format::IsTorchBlockAlloc(event.api)) {
-    layer_.SetAutograd(autograd_.OnBlockAlloc(event.api, IsAutogradEngineThread(a_.info.ThreadName(event.thread)),
-                                              event.thread, event.stack));
+    const bool engine = IsAutogradEngineThread(a_.info.ThreadName(event.thread));
+    const AutogradStamp stamp = autograd_.OnBlockAlloc(event.api, engine, event.thread, event.stack);
+    layer_.SetAutograd(stamp);
+    if (!engine) step_phases_.OnProgramAlloc(event.seq, event.time_ns, event.thread, event.stack, stamp.epoch);
   }
   layer_.Apply(event, index);
   if (format::IsTorchBlockAlloc(event.api)) {
@@ -343,6 +345,10 @@ void ScanPass::FinishLeaks() {
 }
 
 bool ScanPass::Finish() {
+  if (!phases_.seen_any()) {  // no NVTX ranges: training and validation as backward passes show them
+    a_.detected_phases = step_phases_.Finish(autograd_.passes(), last_seq_, a_.info.StartNs(),
+                                             a_.info.StartNs() + a_.info.DurationNs());
+  }
   a_.phases = phases_.Finish(a_.info.StartNs() + a_.info.DurationNs(), model_.next_index(),
                              model_.mutable_timelines());
   a_.model = model_.stats();

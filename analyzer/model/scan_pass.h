@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_set.h"
 
 #include "analyzer/model/torch/allocator_layer.h"
+#include "analyzer/model/torch/step_phases.h"
 #include "analyzer/model/analysis.h"
 #include "analyzer/model/usage/driver_memory.h"
 #include "analyzer/model/metadata_visitor.h"
@@ -21,10 +22,14 @@ namespace cumemtrace::analyzer {
 
 class ScanPass : public MetadataVisitor {
  public:
-  ScanPass(Analysis& analysis, const AnalyzeOptions& options)
+  // `detected_phases`: training and validation found by an earlier ScanPass of the same trace (empty: none yet;
+  // this pass looks for them when the trace has no NVTX ranges).
+  ScanPass(Analysis& analysis, const AnalyzeOptions& options, const std::vector<PhaseInfo>& detected_phases)
       : MetadataVisitor(analysis.info, analysis.stacks, analysis.symbols, analysis.python_frames),
         a_(analysis),
-        options_(options) {}
+        options_(options) {
+    for (const PhaseInfo& p : detected_phases) phases_.Add(p);
+  }
   void OnMemorySample(const MemorySample& sample) override { driver_.Add(sample, owners_); }
   void OnPhase(const PhaseInfo& phase) override { phases_.Add(phase); }
   void OnAllocatorAttach(const AllocatorAttachInfo& attach) override;
@@ -44,6 +49,7 @@ class ScanPass : public MetadataVisitor {
   bool IsPytorchStack(uint64_t stack) { return owners_.Name(owners_.OwnerOf(stack)).slug == "pytorch"; }
   void After(const Event& event, const Outcome& outcome, uint64_t index) {
     if (phases_.active()) phases_.After(event, index, model_.timelines());
+    last_seq_ = event.seq;
     a_.info.NoteEventTime(event.time_ns);
     driver_.Before(event.seq, owners_);  // samples taken before this event see the owners' state without it
     owners_.Apply(event, outcome);
@@ -69,6 +75,8 @@ class ScanPass : public MetadataVisitor {
   PhaseTracker phases_{options_.phase_filter};
   AllocatorLayer layer_;
   AutogradPasses autograd_;
+  StepPhaseDetector step_phases_;
+  uint64_t last_seq_ = 0;
   absl::flat_hash_map<int32_t, uint32_t> passes_at_allocated_peak_;  // per device
   // The tensors live on `device` now, as the autograd judgement takes them.
   std::vector<AutogradTensor> LiveAutogradTensors(int32_t device) const;

@@ -21,8 +21,15 @@ void AppendPhaseFilterText(const PhaseResults& phases, std::string* out) {
 
 void AppendPhasesText(const PhaseResults& phases, int64_t start_ns, std::string* out) {
   if (phases.phases.empty()) return;
-  absl::StrAppendFormat(out, "Peak per phase (NVTX ranges: %s%s):\n", Plural(phases.ranges.size(), "range", "ranges"),
-                        phases.marks > 0 ? absl::StrCat(", ", Plural(phases.marks, "mark", "marks")) : "");
+  if (phases.detected) {
+    absl::StrAppendFormat(out,
+                          "Peak per phase (no NVTX ranges; %s found by the analyzer: validation is code that runs "
+                          "between backward passes now and then, train the rest):\n",
+                          Plural(phases.ranges.size(), "range", "ranges"));
+  } else {
+    absl::StrAppendFormat(out, "Peak per phase (NVTX ranges: %s%s):\n", Plural(phases.ranges.size(), "range", "ranges"),
+                          phases.marks > 0 ? absl::StrCat(", ", Plural(phases.marks, "mark", "marks")) : "");
+  }
   std::vector<std::vector<std::string>> rows = {{"phase", "ranges", "first at", "time in it", "device", "kind",
                                                  "peak"}};
   for (const PhaseSummary& s : phases.phases) {
@@ -82,6 +89,7 @@ void WritePhasesJson(JsonWriter& w, const PhaseResults& phases, int64_t start_ns
     w.EndObject();
   }
   w.EndArray();
+  w.Member("phases_detected", phases.detected);
   w.Key("phase_ranges");
   w.BeginArray();
   for (const PhaseRange& r : phases.ranges) {

@@ -38,6 +38,7 @@ std::string PhaseFilter::Label() const {
 
 void PhaseTracker::Add(const PhaseInfo& phase) {
   seen_any_ = true;
+  if (phase.domain == kDetectedPhaseDomain) detected_ = true;
   auto at = std::upper_bound(queue_.begin(), queue_.end(), phase.after_seq,
                              [](uint64_t seq, const PhaseInfo& p) { return seq < p.after_seq; });
   queue_.insert(at, phase);
@@ -314,6 +315,7 @@ PhaseResults PhaseTracker::Finish(int64_t end_ns, uint64_t next_index, Timelines
   out.ranges = ranges_;
   out.ranges_dropped = ranges_dropped_;
   out.marks = marks_;
+  out.detected = detected_;
   out.unmatched_closes = unmatched_;
   out.filter_active = filter_.active();
   out.filter_label = filter_.Label();

@@ -34,6 +34,10 @@ inline constexpr int kTorchReservedSeries = kNumSeries;
 inline constexpr int kTorchAllocatedSeries = kNumSeries + 1;
 inline constexpr int kTorchRequestedSeries = kNumSeries + 2;
 
+// The NVTX domain of ranges the analyzer found itself (training and validation told apart by backward passes:
+// torch/step_phases.h), fed to the tracker like the program's own.
+inline constexpr uint32_t kDetectedPhaseDomain = 0xffffffffu;
+
 // "device", ..., "total", "torch_reserved", "torch_allocated" and "torch_requested".
 const char* PhaseSeriesName(int series);
 
@@ -80,6 +84,7 @@ struct PhaseResults {
   uint64_t ranges_dropped = 0;
   uint64_t marks = 0;
   uint64_t unmatched_closes = 0;     // a pop or end with nothing open to close
+  bool detected = false;             // the ranges were found by the analyzer (kDetectedPhaseDomain), not NVTX's
   bool filter_active = false;
   std::string filter_label;
   uint64_t filter_events = 0;        // events inside the filter
@@ -93,6 +98,8 @@ class PhaseTracker {
 
   // True when the replay must call Before() for every event.
   bool active() const { return seen_any_ || filter_.active(); }
+  // Whether the trace (or the analyzer, kDetectedPhaseDomain) gave any phase transition.
+  bool seen_any() const { return seen_any_; }
   void Add(const PhaseInfo& phase);
   // Applies the transitions that happened before `event` (index = its replay position), then moves the
   // timelines' gate for the filter. Call before the memory model applies the event.
@@ -131,6 +138,7 @@ class PhaseTracker {
 
   PhaseFilter filter_;
   bool seen_any_ = false;
+  bool detected_ = false;
   std::deque<PhaseInfo> queue_;  // by after_seq, stable
   std::map<std::pair<uint32_t, uint32_t>, std::vector<Open>> stacks_;  // (thread, domain)
   absl::flat_hash_map<uint64_t, Open> started_;                      // start/end ranges by id

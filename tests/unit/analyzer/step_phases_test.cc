@@ -1,0 +1,123 @@
+// Training and validation told apart by backward passes (model/torch/step_phases.h), on hand-made allocation
+// sequences: a training loop with validation twice, one without validation, validation too early to tell, an
+// optimizer step every few micro-batches, a short stretch of rare code. Exact transitions.
+#include "analyzer/model/torch/step_phases.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace cumemtrace::analyzer {
+namespace {
+
+constexpr uint64_t kForwardStacks = 100, kOptimizerStacks = 200, kEvalStacks = 300, kLogStacks = 400;
+
+class TrainingRun {
+ public:
+  // The program's allocations at stacks [first, first + n), in order; returns the seq of the first.
+  uint64_t Allocs(uint64_t first_stack, int n) {
+    const uint64_t first = seq_ + 1;
+    for (int i = 0; i < n; ++i) {
+      ++seq_;
+      detector_.OnProgramAlloc(seq_, static_cast<int64_t>(seq_) * 1000, 1, first_stack + i, epoch_);
+    }
+    return first;
+  }
+  // A training step: forward, backward (the engine's allocations are not the program's: only the epoch moves),
+  // then the optimizer unless `accumulate`.
+  void TrainStep(bool accumulate = false) {
+    Allocs(kForwardStacks, 50);
+    ++epoch_;
+    seq_ += 30;  // the backward pass's own allocations
+    if (!accumulate) Allocs(kOptimizerStacks, 10);
+  }
+  uint64_t seq() const { return seq_; }
+  std::vector<PhaseInfo> Finish() { return detector_.Finish(epoch_, seq_, 0, static_cast<int64_t>(seq_) * 1000); }
+
+ private:
+  StepPhaseDetector detector_;
+  uint64_t seq_ = 0;
+  uint32_t epoch_ = 0;
+};
+
+// "push NAME@after_seq" / "pop@after_seq".
+std::vector<std::string> Describe(const std::vector<PhaseInfo>& transitions) {
+  std::vector<std::string> out;
+  for (const PhaseInfo& p : transitions) {
+    EXPECT_EQ(p.domain, kDetectedPhaseDomain);
+    out.push_back(p.kind == format::PhaseKind::kPush ? "push " + p.name + "@" + std::to_string(p.after_seq)
+                                                     : "pop@" + std::to_string(p.after_seq));
+  }
+  return out;
+}
+
+TEST(StepPhases, ValidationBetweenTrainingIsFoundTwice) {
+  TrainingRun run;
+  for (int i = 0; i < 20; ++i) run.TrainStep();
+  const uint64_t eval1 = run.Allocs(kEvalStacks, 40);
+  run.Allocs(kEvalStacks, 40);  // a second batch: same code, same epoch
+  const uint64_t eval1_end = run.seq();
+  const uint64_t train2 = run.seq() + 1;
+  for (int i = 0; i < 20; ++i) run.TrainStep();
+  const uint64_t eval2 = run.Allocs(kEvalStacks, 40);
+  const uint64_t eval2_end = run.seq();
+  EXPECT_EQ(Describe(run.Finish()),
+            (std::vector<std::string>{"push train@0", "pop@" + std::to_string(eval1 - 1),
+                                      "push validate@" + std::to_string(eval1 - 1), "pop@" + std::to_string(eval1_end),
+                                      "push train@" + std::to_string(train2 - 1), "pop@" + std::to_string(eval2 - 1),
+                                      "push validate@" + std::to_string(eval2 - 1),
+                                      "pop@" + std::to_string(eval2_end)}));
+}
+
+TEST(StepPhases, TrainingThatResumesAfterTheLastValidationEndsWithTheTrace) {
+  TrainingRun run;
+  for (int i = 0; i < 10; ++i) run.TrainStep();
+  const uint64_t eval = run.Allocs(kEvalStacks, 40);
+  const uint64_t eval_end = run.seq();
+  for (int i = 0; i < 3; ++i) run.TrainStep();
+  const std::vector<std::string> got = Describe(run.Finish());
+  ASSERT_EQ(got.size(), 6u);
+  EXPECT_EQ(got[2], "push validate@" + std::to_string(eval - 1));
+  EXPECT_EQ(got[3], "pop@" + std::to_string(eval_end));
+  EXPECT_EQ(got[4], "push train@" + std::to_string(eval_end));
+  EXPECT_EQ(got[5], "pop@" + std::to_string(run.seq()));
+}
+
+TEST(StepPhases, TrainingAloneHasNoPhases) {
+  TrainingRun run;
+  for (int i = 0; i < 50; ++i) run.TrainStep();
+  EXPECT_TRUE(run.Finish().empty());
+}
+
+TEST(StepPhases, ValidationBeforeEnoughBackwardPassesIsNotCalledSo) {
+  TrainingRun run;
+  for (int i = 0; i < 5; ++i) run.TrainStep();  // fewer than kMinPasses
+  run.Allocs(kEvalStacks, 40);
+  for (int i = 0; i < 20; ++i) run.TrainStep();
+  EXPECT_TRUE(run.Finish().empty());
+}
+
+TEST(StepPhases, AnOptimizerStepEveryFewMicroBatchesIsTraining) {
+  TrainingRun run;
+  for (int i = 0; i < 64; ++i) {
+    run.TrainStep(/*accumulate=*/true);
+    if (i % 4 == 3) run.Allocs(kOptimizerStacks, 60);  // more allocations than a forward pass
+  }
+  EXPECT_TRUE(run.Finish().empty());
+}
+
+TEST(StepPhases, AShortStretchOfRareCodeIsNotValidation) {
+  TrainingRun run;
+  for (int i = 0; i < 20; ++i) run.TrainStep();
+  run.Allocs(kLogStacks, 20);  // fewer than kMinAllocs: a log line's tensors
+  for (int i = 0; i < 20; ++i) run.TrainStep();
+  run.Allocs(kLogStacks + 100, 40);  // at least half the median epoch (60 program allocations): validation
+  for (int i = 0; i < 20; ++i) run.TrainStep();
+  const std::vector<PhaseInfo> got = run.Finish();
+  ASSERT_EQ(got.size(), 6u);  // only the second stretch: train, validate, train
+  EXPECT_EQ(got[2].name, kValidatePhase);
+}
+
+}  // namespace
+}  // namespace cumemtrace::analyzer
