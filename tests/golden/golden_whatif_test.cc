@@ -259,14 +259,18 @@ TEST(WhatIfCap, BoundsContainTheAllowedMemoryOfPyTorchsMessage) {
   EXPECT_LT(low, high);
 }
 
-// garbage_collection_threshold is not restated: nothing is replayed under it and nothing claimed.
-TEST(WhatIfUnsupported, GarbageCollectionThresholdIsRefusedNotGuessed) {
+// garbage_collection_threshold acts only under a per-process memory fraction (PyTorch ignores it otherwise): on a run
+// with none, the what-if replays as the defaults do and says why; with a fraction named, the collections are made.
+TEST(WhatIfGarbageCollection, WithoutAFractionTheThresholdChangesNothingAndTheReportSaysWhy) {
+  const JsonValue plain = Report({"whatif", Example("gpt2_blocks_h100.pb")});
   const JsonValue asked =
       Report({"whatif", Example("gpt2_blocks_h100.pb"), "--set", "garbage_collection_threshold:0.6"});
-  EXPECT_EQ(asked["claim"].str(), "unsupported");
-  EXPECT_EQ(asked["oom"].type(), JsonValue::Type::kNull);
-  EXPECT_EQ(asked["reserved_peak"].type(), JsonValue::Type::kNull);
-  EXPECT_TRUE(asked["fidelity"]["exact"].boolean());  // the recorded run itself was still checked
+  EXPECT_EQ(asked["claim"].str(), "runs_through");
+  EXPECT_TRUE(asked["fidelity"]["exact"].boolean());
+  EXPECT_EQ(asked["reserved_peak"].uinteger(), plain["reserved_peak"].uinteger());
+  EXPECT_EQ(asked["whatif_memory_cap"].type(), JsonValue::Type::kNull);
+  ASSERT_EQ(asked["notes"].array().size(), 1u);
+  EXPECT_NE(asked["notes"][0].str().find("per_process_memory_fraction"), std::string::npos);
 }
 
 }  // namespace

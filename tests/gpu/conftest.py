@@ -69,6 +69,8 @@ WORKLOADS = {
     "gpt2_history": ("gpt2_overhead.py", {}, ["--history"], 240),
     # NVTX phases (test_nvtx_phases.py): the traced run names the preload to NVTX, as the launcher does.
     "nvtx_phases": ("nvtx_phases.py", {"NVTX_INJECTION64_PATH": "{preload}"}, [], 120),
+    # Training and validation without NVTX ranges (test_detected_phases.py): the analyzer finds them.
+    "train_validate": ("train_validate.py", {}, [], 120),
     # Cold TorchInductor and Triton caches for each run ({work} and {tag} are filled in per run).
     "graphs_compile": ("graphs_compile.py", {"TORCHINDUCTOR_COMPILE_THREADS": "1",
                                              "TORCHINDUCTOR_CACHE_DIR": "{work}/cache_inductor_{tag}",

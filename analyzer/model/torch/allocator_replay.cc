@@ -12,7 +12,6 @@ namespace cumemtrace::analyzer {
 std::string ReplayUnsupported(const AllocatorConfig& config) {
   std::string why;
   auto add = [&](absl::string_view what) { absl::StrAppend(&why, why.empty() ? "" : ", ", what); };
-  if (config.garbage_collection_threshold > 0) add("garbage_collection_threshold");
   if (config.cuda_malloc_async) add("backend:cudaMallocAsync");
   for (const std::string& setting : config.unmodelled) add(setting);
   return why;
@@ -24,8 +23,11 @@ CachingAllocatorReplay::Served CachingAllocatorReplay::Malloc(uint64_t requested
   const uint64_t segment_size = TorchSegmentSizeFor(rounded);
   Served served;
   uint64_t address = 0;
-  bool found = TakeFreeBlock(small, stream, rounded, &address) ||
-               NewMemory(small, stream, rounded, segment_size, &address);
+  bool found = TakeFreeBlock(small, stream, rounded, &address);
+  if (!found) {
+    if (GcActive()) CollectGarbage();
+    found = NewMemory(small, stream, rounded, segment_size, &address);
+  }
   if (!found) {
     // New memory was refused: release cache and retry, as the allocator does before it gives up.
     uint64_t released = 0;
@@ -48,7 +50,7 @@ CachingAllocatorReplay::Served CachingAllocatorReplay::Malloc(uint64_t requested
     rest.size = block.size - rounded;
     block.size = rounded;
     blocks_[address + rounded] = rest;
-    PoolOf(small).insert({rest.stream, rest.size, address + rounded});
+    PoolInsert(address + rounded);
   }
   Block& b = blocks_[address];
   b.allocated = true;
@@ -68,7 +70,51 @@ uint64_t CachingAllocatorReplay::ExpandableSize(uint64_t address) const {
   return size;
 }
 
+void CachingAllocatorReplay::PoolInsert(uint64_t address) {
+  Block& b = blocks_.at(address);
+  b.gc_base = gc_searches_[b.small ? 1 : 0];
+  PoolOf(b.small).insert({b.stream, b.size, address});
+}
+
+void CachingAllocatorReplay::CollectGarbage() {
+  const auto threshold = static_cast<uint64_t>(config_.garbage_collection_threshold *
+                                               static_cast<double>(memory_cap_));
+  if (reserved_ <= threshold) return;
+  const uint64_t target = reserved_ - threshold;
+  const uint64_t searches = gc_searches_[0];
+  auto freeable = [&](const PoolKey& key) {
+    const Block& b = blocks_.at(std::get<2>(key));
+    return IsWholeSegment(std::get<2>(key), b);
+  };
+  uint64_t total_age = 0, count = 0;
+  for (const PoolKey& key : large_pool_) {
+    if (freeable(key)) {
+      total_age += searches - blocks_.at(std::get<2>(key)).gc_base;
+      ++count;
+    }
+  }
+  uint64_t reclaimed = 0;
+  bool freed = true;
+  // A sweep releases every block at least as old as the mean age when it began, even past the target.
+  while (reclaimed < target && freed && count > 0) {
+    const double mean_age = static_cast<double>(total_age) / static_cast<double>(count);
+    freed = false;
+    for (auto it = large_pool_.begin(); it != large_pool_.end();) {
+      const PoolKey key = *it++;
+      if (!freeable(key)) continue;
+      const uint64_t age = searches - blocks_.at(std::get<2>(key)).gc_base;
+      if (static_cast<double>(age) < mean_age) continue;
+      freed = true;
+      reclaimed += std::get<1>(key);
+      total_age -= age;
+      --count;
+      ReleaseSegment(std::get<2>(key));
+    }
+  }
+}
+
 bool CachingAllocatorReplay::TakeFreeBlock(bool small, uint64_t stream, uint64_t rounded, uint64_t* address) {
+  if (GcActive()) ++gc_searches_[small ? 1 : 0];
   std::set<PoolKey>& pool = PoolOf(small);
   auto it = pool.lower_bound({stream, rounded, 0});
   if (it == pool.end() || std::get<0>(*it) != stream) return false;
@@ -188,13 +234,13 @@ uint64_t CachingAllocatorReplay::UnmapBlock(uint64_t address) {
     Block before = b;
     before.size = start - address;
     blocks_[address] = before;
-    PoolOf(b.small).insert({b.stream, before.size, address});
+    PoolInsert(address);
   }
   if (address + b.size > end) {
     Block after = b;
     after.size = address + b.size - end;
     blocks_[end] = after;
-    PoolOf(b.small).insert({b.stream, after.size, end});
+    PoolInsert(end);
   }
   Block middle = b;
   middle.size = end - start;
@@ -334,7 +380,7 @@ uint64_t CachingAllocatorReplay::InsertFree(uint64_t address) {
     blocks_.erase(next);
   }
   if (mapped) {
-    PoolOf(it->second.small).insert({it->second.stream, it->second.size, it->first});
+    PoolInsert(it->first);
   } else {
     UnmappedOf(it->second.small).insert({it->second.stream, it->first});
   }

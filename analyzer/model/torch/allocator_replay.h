@@ -17,8 +17,14 @@
 // address space that holds it (a free mapped block just before unmapped pages counts), the pages it lacks are
 // mapped there, and releasing cache unmaps the whole pages inside free blocks instead of freeing segments.
 //
-// Not restated (ReplayUnsupported says which, and nothing is claimed under them): garbage_collection_threshold,
-// CUDA graph pools and MemPools, and requests on other devices (one replay per device).
+// Under a per-process cap (a memory fraction) and garbage_collection_threshold, before new memory is asked for while
+// reserved is above that share of the cap: the large pool's cached blocks that are whole segments are released,
+// oldest first (age: the pool's searches for a free block since the block was cached), a sweep at a time over
+// every such block at least as old as their mean, until reserved is back under the share. Without a cap the
+// threshold does nothing (PyTorch applies it only under one).
+//
+// Not restated (ReplayUnsupported says which, and nothing is claimed under them): CUDA graph pools and MemPools,
+// and requests on other devices (one replay per device).
 //
 // The driver is an interface: in a fidelity replay it answers as the recorded run's driver did and checks that
 // every segment or mapping the replay asks for or releases is the one the recorded allocator did; in a what-if
@@ -70,6 +76,9 @@ class CachingAllocatorReplay {
     bool recovered = false;   // new memory was refused first, and releasing cache let a retry succeed
     uint64_t released_bytes = 0;  // cache released while serving it
   };
+  // The per-process cap that garbage_collection_threshold is a share of (0: none; then the threshold does nothing).
+  // The cap itself is the driver's to enforce (ReplayDriver::CapAllows).
+  void SetMemoryCap(uint64_t cap) { memory_cap_ = cap; }
   // A request of `requested` bytes on `stream`.
   Served Malloc(uint64_t requested, uint64_t stream);
   // The block at `address` returns to the cache (its free completed: every stream that used it is done).
@@ -95,6 +104,7 @@ class CachingAllocatorReplay {
     bool allocated = false;
     bool mapped = true;       // false: address space of an expandable segment with no memory behind it
     bool expandable = false;  // in an expandable segment
+    uint64_t gc_base = 0;     // its pool's free-block searches when it was cached (garbage collection's age)
   };
   struct Segment {
     uint64_t size = 0;  // an expandable segment's: its whole reserved range
@@ -110,6 +120,11 @@ class CachingAllocatorReplay {
   std::set<UnmappedKey>& UnmappedOf(bool small) { return small ? small_unmapped_ : large_unmapped_; }
   uint64_t PageOf(bool small) const { return small ? kTorchSmallBuffer : kTorchLargeBuffer; }
 
+  // Puts the free mapped block at `address` in its pool, its age starting now.
+  void PoolInsert(uint64_t address);
+  bool GcActive() const { return memory_cap_ != 0 && config_.garbage_collection_threshold > 0; }
+  // garbage_collect_cached_blocks: see the file comment.
+  void CollectGarbage();
   // get_free_block: the cached block that serves `rounded` on `stream`, taken out of its pool.
   bool TakeFreeBlock(bool small, uint64_t stream, uint64_t rounded, uint64_t* address);
   // alloc_block: new memory for `rounded` (segment size `segment_size`), as one free block out of the pool.
@@ -149,6 +164,8 @@ class CachingAllocatorReplay {
   std::set<UnmappedKey> small_unmapped_, large_unmapped_;
   uint64_t reserved_ = 0, allocated_ = 0;
   uint64_t reserved_peak_ = 0, allocated_peak_ = 0;
+  uint64_t memory_cap_ = 0;
+  uint64_t gc_searches_[2] = {0, 0};  // free-block searches per pool (large, small) while garbage collection is on
 };
 
 }  // namespace cumemtrace::analyzer

@@ -109,6 +109,9 @@ AllocatorConfig ParseAllocatorConfig(absl::string_view text) {
     } else if (key == "garbage_collection_threshold") {
       double threshold = 0;
       if (absl::SimpleAtod(value, &threshold)) c.garbage_collection_threshold = threshold;
+    } else if (key == "per_process_memory_fraction") {
+      double fraction = 0;
+      if (absl::SimpleAtod(value, &fraction) && fraction > 0 && fraction <= 1) c.per_process_memory_fraction = fraction;
     } else if (key == "max_non_split_rounding_mb") {
       uint64_t mb = 0;
       if (absl::SimpleAtoi(value, &mb) && mb < (uint64_t{1} << 44)) c.max_non_split_rounding = mb << 20;
@@ -123,6 +126,12 @@ AllocatorConfig ParseAllocatorConfig(absl::string_view text) {
     if (has_value) i += 2;
   }
   return c;
+}
+
+uint64_t TorchFractionCap(const AllocatorConfig& config, uint64_t card_bytes) {
+  const double f = config.per_process_memory_fraction;
+  if (f <= 0 || f >= 1 || card_bytes == 0) return 0;
+  return static_cast<uint64_t>(f * static_cast<double>(card_bytes));
 }
 
 uint64_t TorchRoundSize(uint64_t requested, const AllocatorConfig& config) {

@@ -44,8 +44,15 @@ struct AllocatorConfig {
   // Settings that change which block serves a request or when cache is released, not a block's extent: the
   // allocator replay (allocator_replay.h) needs them.
   double garbage_collection_threshold = 0;  // 0 = off
+  // per_process_memory_fraction (PyTorch's setting of the per-process cap, as set_per_process_memory_fraction()
+  // sets it from Python, which the trace cannot see): 0 = not given.
+  double per_process_memory_fraction = 0;
   uint64_t max_non_split_rounding = kTorchLargeBuffer;  // max_non_split_rounding_mb, in bytes
 };
+
+// The per-process cap of a card of `card_bytes` under `config`'s per_process_memory_fraction (0: none, as PyTorch
+// has none at a fraction of 1).
+uint64_t TorchFractionCap(const AllocatorConfig& config, uint64_t card_bytes);
 
 // Parses "key:value,key:value" as PyTorch does (whitespace ignored, a list value in brackets).
 AllocatorConfig ParseAllocatorConfig(absl::string_view text);

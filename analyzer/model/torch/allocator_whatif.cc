@@ -297,6 +297,7 @@ class CapacityDriver : public ReplayDriver {
   CapacityDriver(uint64_t capacity, const OutsideMemory* outside, uint64_t cap)
       : capacity_(capacity), outside_(outside), cap_(cap) {}
   void Serving(uint64_t seq) { seq_ = seq; }
+  uint64_t cap() const { return cap_; }
   uint64_t OutsideNow() const { return outside_ != nullptr ? outside_->At(seq_) : 0; }
   bool CapAllows(uint64_t reserved_now, uint64_t alloc_size) override {
     return cap_ == 0 || reserved_now + alloc_size <= cap_;
@@ -354,6 +355,9 @@ ReplayOutcome Replay(const std::vector<Step>& steps, const AllocatorConfig& conf
                      FidelityCheck* fidelity, CapacityDriver* capacity, uint64_t card) {
   ReplayDriver* driver = recorded != nullptr ? static_cast<ReplayDriver*>(recorded) : capacity;
   CachingAllocatorReplay replay(config, driver, card);
+  // The cap garbage collection is a share of: the capacity model's, or in a fidelity replay the recorded
+  // setting's (a fraction set from Python is not in the trace: then none, and a collection the run made diverges).
+  replay.SetMemoryCap(capacity != nullptr ? capacity->cap() : TorchFractionCap(config, card));
   ReplayOutcome out;
   out.ran = true;
   out.headroom = card;
@@ -536,16 +540,25 @@ WhatIf ReplayWhatIf(const ReplayInput& input, const WhatIfOptions& options) {
 
   RecordedDriver recorded(steps, &w.fidelity);
   Replay(steps, recorded_config, &recorded, &w.fidelity, nullptr, w.recorded_capacity);
+  if (!w.fidelity.exact && recorded_config.garbage_collection_threshold > 0 &&
+      TorchFractionCap(recorded_config, w.recorded_capacity) == 0) {
+    w.notes.push_back(
+        "the recorded run has garbage_collection_threshold, whose collections depend on a per-process memory "
+        "fraction; one set from Python (torch.cuda.set_per_process_memory_fraction) is not in the trace, so the "
+        "replay cannot make them (set it as PYTORCH_CUDA_ALLOC_CONF's per_process_memory_fraction to record it)");
+  }
   if (w.recorded_capacity == 0 && !options.capacity.has_value()) return w;  // no capacity to model
 
-  // A cap seen in the recorded run stays in every replay (it is the program's own setting), at each of its bounds.
+  // A cap seen in the recorded run stays in every replay (it is the program's own setting), at each of its bounds;
+  // a fraction in the settings gives it exactly.
   const FidelityCheck& f = w.fidelity;
-  const bool capped = f.capped_refusals > 0;
+  const uint64_t recorded_cap = TorchFractionCap(recorded_config, w.recorded_capacity);
+  const bool capped = f.capped_refusals > 0 && recorded_cap == 0;
   auto same = [](const ReplayOutcome& a, const ReplayOutcome& b) {
     return a.oom == b.oom && a.failed_seq == b.failed_seq;
   };
   if (w.recorded_capacity != 0) {
-    CapacityDriver low(w.recorded_capacity, &outside, capped ? f.cap_low : 0);
+    CapacityDriver low(w.recorded_capacity, &outside, capped ? f.cap_low : recorded_cap);
     w.capacity_check = Replay(steps, recorded_config, nullptr, nullptr, &low, w.recorded_capacity);
     if (capped) {
       CapacityDriver high(w.recorded_capacity, &outside, f.cap_high);
@@ -557,9 +570,19 @@ WhatIf ReplayWhatIf(const ReplayInput& input, const WhatIfOptions& options) {
   }
   if (!whatif_unsupported.empty() || w.capacity == 0) return w;
   const OutsideMemory* outside_memory = options.without_outside ? nullptr : &outside;
-  CapacityDriver model(w.capacity, outside_memory, capped ? f.cap_low : 0);
+  const uint64_t whatif_cap = TorchFractionCap(whatif_config, w.capacity);
+  const bool whatif_capped = capped && whatif_cap == 0;
+  CapacityDriver model(w.capacity, outside_memory, whatif_cap != 0 ? whatif_cap : capped ? f.cap_low : 0);
+  w.whatif_cap = model.cap();
+  if (whatif_config.garbage_collection_threshold > 0 && model.cap() == 0) {
+    w.notes.push_back(
+        "garbage_collection_threshold acts only under a per-process memory fraction, and none is known for this "
+        "run: the replay runs without it, as PyTorch would. A fraction set from Python "
+        "(torch.cuda.set_per_process_memory_fraction) is not in the trace: name it with --set "
+        "per_process_memory_fraction:F");
+  }
   w.whatif = Replay(steps, whatif_config, nullptr, nullptr, &model, w.capacity);
-  if (capped) {
+  if (whatif_capped) {
     CapacityDriver high(w.capacity, outside_memory, f.cap_high);
     w.cap_bounds_agree = same(Replay(steps, whatif_config, nullptr, nullptr, &high, w.capacity), w.whatif);
   }

@@ -85,6 +85,9 @@ struct WhatIf {
   ReplayOutcome whatif;
   // Under a cap: the what-if replayed with the cap at each of its bounds; the answer holds only when both agree.
   bool cap_bounds_agree = true;
+  uint64_t whatif_cap = 0;          // the per-process cap in the what-if replay (its lower bound when inferred)
+  std::vector<std::string> notes;   // what the replay assumed, one sentence each
+
 };
 
 // The requests and recorded allocator decisions of one device (that of the first OOM, else of the first request),

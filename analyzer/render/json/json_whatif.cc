@@ -69,6 +69,16 @@ std::string WhatIfJson(const WhatIfReport& r) {
   w.Member("settings", x.settings);
   w.Member("recorded_settings", x.recorded_settings);
   w.Member("unsupported", x.unsupported);
+  w.Key("notes");
+  w.BeginArray();
+  for (const std::string& note : x.notes) w.String(note);
+  w.EndArray();
+  w.Key("whatif_memory_cap");  // the per-process cap in the what-if replay (null: none)
+  if (x.whatif_cap == 0) {
+    w.Null();
+  } else {
+    w.Uint(x.whatif_cap);
+  }
   w.Member("capacity_bytes", x.capacity);
   w.Member("recorded_capacity_bytes", x.recorded_capacity);
   w.Member("without_outside", x.without_outside);

@@ -40,7 +40,7 @@ std::string Verdict(const WhatIfReport& r) {
                           " of it in tensors; the largest cached free block ",
                           HumanBytes(o.largest_free_at_failure), "), ", HumanBytes(o.outside_at_failure),
                           " outside PyTorch, ", HumanBytes(r.free_at_failure), " free on the card.",
-                          w.fidelity.capped_refusals > 0 && r.free_at_failure >= o.failed_size
+                          (w.fidelity.capped_refusals > 0 || w.whatif_cap != 0) && r.free_at_failure >= o.failed_size
                               ? " The card had room: the per-process memory cap refused it."
                               : "");
   }
@@ -56,7 +56,9 @@ std::string WhatIfText(const WhatIfReport& r) {
                                      ? absl::StrCat(", a card of ", HumanBytes(w.capacity))
                                      : "",
                                  w.without_outside ? ", nothing outside PyTorch" : "", "\n");
-  absl::StrAppend(&out, "  ", Verdict(r), "\n\n");
+  absl::StrAppend(&out, "  ", Verdict(r), "\n");
+  for (const std::string& note : w.notes) absl::StrAppend(&out, "  Note: ", note, ".\n");
+  absl::StrAppend(&out, "\n");
   absl::StrAppend(&out, "Recorded run: ", Settings(w.recorded_settings), ", ", w.torch_requests, " requests, ",
                   HumanBytes(w.recorded_reserved_peak), " reserved at the peak, ",
                   w.recorded_oom ? absl::StrCat("out of memory at event ", w.recorded_oom_seq) : "no OOM", "; card ",

@@ -137,6 +137,53 @@ TEST(AllocatorReplay, RefusedDriverReleasesWholeFreeSegmentsThenRetries) {
   EXPECT_FALSE(replay.Free(b.address));  // not twice
 }
 
+// garbage_collection_threshold:0.5 under a 100 MiB cap: before new memory is asked for with more than 50 MiB
+// reserved, cached whole segments at least as old (in the pool's free-block searches) as their mean are released.
+TEST(AllocatorReplay, GarbageCollectionReleasesTheOlderCachedSegmentsUnderACap) {
+  FakeDriver driver(1ull << 40);
+  AllocatorConfig config = ParseAllocatorConfig("garbage_collection_threshold:0.5");
+  CachingAllocatorReplay replay(config, &driver, kCard);
+  replay.SetMemoryCap(100 * kMiB);
+  const auto a = replay.Malloc(20 * kMiB, 0);  // searches 1..3, each a new segment (reserved <= 50 MiB)
+  const auto b = replay.Malloc(22 * kMiB, 0);
+  const auto c = replay.Malloc(24 * kMiB, 0);
+  ASSERT_TRUE(a.ok && b.ok && c.ok);
+  ASSERT_TRUE(replay.Free(a.address));  // cached after 3 searches
+  ASSERT_TRUE(replay.Free(b.address));
+  const auto b2 = replay.Malloc(21 * kMiB, 0);  // search 4 takes b's segment whole; freed again: younger than a's
+  ASSERT_EQ(b2.address, b.address);
+  ASSERT_TRUE(replay.Free(b2.address));
+  // Search 5 finds nothing for 30 MiB; 66 MiB reserved > 50: ages 2 (a) and 1 (b), mean 1.5: a goes, b stays.
+  const auto d = replay.Malloc(30 * kMiB, 0);
+  ASSERT_TRUE(d.ok);
+  EXPECT_EQ(driver.released, (std::vector<std::pair<uint64_t, uint64_t>>{{a.address, 20 * kMiB}}));
+  EXPECT_EQ(replay.reserved(), 76 * kMiB);
+}
+
+TEST(AllocatorReplay, GarbageCollectionSweepsEveryBlockAsOldAsTheMeanAndNothingWithoutACap) {
+  for (const uint64_t cap : {100 * kMiB, uint64_t{0}}) {
+    FakeDriver driver(1ull << 40);
+    CachingAllocatorReplay replay(ParseAllocatorConfig("garbage_collection_threshold:0.5"), &driver, kCard);
+    replay.SetMemoryCap(cap);
+    const auto a = replay.Malloc(20 * kMiB, 0);
+    const auto b = replay.Malloc(22 * kMiB, 0);
+    const auto c = replay.Malloc(24 * kMiB, 0);
+    ASSERT_TRUE(a.ok && b.ok && c.ok);
+    ASSERT_TRUE(replay.Free(a.address));
+    ASSERT_TRUE(replay.Free(b.address));
+    // Equal ages: both are released, past the 16 MiB wanted (a sweep does not stop at the target).
+    ASSERT_TRUE(replay.Malloc(30 * kMiB, 0).ok);
+    if (cap != 0) {
+      EXPECT_EQ(driver.released, (std::vector<std::pair<uint64_t, uint64_t>>{{a.address, 20 * kMiB},
+                                                                             {b.address, 22 * kMiB}}));
+      EXPECT_EQ(replay.reserved(), 54 * kMiB);
+    } else {  // PyTorch applies the threshold only under a cap
+      EXPECT_TRUE(driver.released.empty());
+      EXPECT_EQ(replay.reserved(), 96 * kMiB);
+    }
+  }
+}
+
 TEST(AllocatorReplay, WithMaxSplitSizeOversizeBlocksAreReleasedFirstLargestFirst) {
   AllocatorConfig config = ParseAllocatorConfig("max_split_size_mb:20");
   FakeDriver driver(130 * kMiB);
