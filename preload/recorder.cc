@@ -192,9 +192,13 @@ void TakeStack(const CallRecord& call, const EventKind& kind, EventClock* clock,
   stack->dropped_frames = 0;
   // Reports use the stacks of allocations (and of failures); a successful free carries none unless asked: the
   // unwind is the costliest part of the hook, and half the events are frees. PyTorch's allocator entries follow
-  // the same rule: a block handed out and a failed request carry the stack that asked; the rest none.
+  // the same rule: a block handed out and a failed request carry the stack that asked; the rest none, except a
+  // segment given back (rare: one per cudaFree), whose stack tells torch.cuda.empty_cache() from a request that
+  // had to release cache under a memory cap or by garbage collection, which the allocator replay must tell apart.
   const bool wants_stack = kind.is_torch
-                               ? (format::IsTorchBlockAlloc(call.api) || call.api == format::Api::kTorchOom)
+                               ? (format::IsTorchBlockAlloc(call.api) || call.api == format::Api::kTorchOom ||
+                                  call.api == format::Api::kTorchSegmentFree ||
+                                  call.api == format::Api::kTorchSegmentUnmap)
                                : (kind.is_alloc || call.result != 0 || config.free_stacks);
   stack->wanted_depth = wants_stack ? config.stack_depth : 0;
   clock->python_start_ns = clock->PartNow();

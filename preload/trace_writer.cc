@@ -321,14 +321,14 @@ bool WriteEventBatch(ByteBuffer* out, const EventRecord* ev, size_t n, uint64_t 
     uint64_t first = 0;
     for (size_t i = 0; i < n; ++i) {
       const format::ApiInfo* a = info(i);
-      if (a == nullptr || !a->has_stack) continue;
+      if (a == nullptr || !format::RowHasStack(*a, format::kFormatVersion)) continue;
       if (with_stack++ == 0) first = ev[i].stack; else same = same && ev[i].stack == first;
     }
     if (with_stack > 0) {
       size_t mark = e.Begin(ef::kStack);
       for (size_t i = 0; i < n; ++i) {
         const format::ApiInfo* a = info(i);
-        if (a == nullptr || !a->has_stack) continue;
+        if (a == nullptr || !format::RowHasStack(*a, format::kFormatVersion)) continue;
         e.RawVarint(ev[i].stack);
         if (same) break;
       }

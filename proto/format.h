@@ -15,7 +15,8 @@ inline constexpr uint64_t kMagic = 0x435254454d454d43ull;  // "CUMEMTRC" little-
 // Version 2: the stack column covers only rows whose api has a stack; thread/device columns may be run-length coded.
 // Version 3: an EventBatch may store its address deltas divided by 2^address_shift.
 // Version 4: TORCH_ALLOC_GRAD / TORCH_ALLOC_NO_GRAD rows (a block with autograd's grad mode).
-inline constexpr uint32_t kFormatVersion = 4;
+// Version 5: TORCH_SEGMENT_FREE and TORCH_SEGMENT_UNMAP rows have a stack (RowHasStack).
+inline constexpr uint32_t kFormatVersion = 5;
 inline constexpr int32_t kHostDevice = -1;
 
 // Field numbers (see trace.proto).
@@ -307,6 +308,14 @@ inline constexpr GradMode GradModeOf(Api api) {
 
 // Returns the table row for `api`, or nullptr for a value this version does not know.
 inline constexpr const ApiInfo* FindApi(uint32_t api) { return api < kApiIndexSize ? kApiIndex.entries[api] : nullptr; }
+
+// Whether a row of `info` has an entry in the stack column of a trace of format `version` (2 or later): the table's
+// has_stack, and from version 5 a segment given back by PyTorch's allocator too (its stack tells
+// torch.cuda.empty_cache() from a request that released cache under a memory cap or by garbage collection).
+inline constexpr bool RowHasStack(const ApiInfo& info, uint32_t version) {
+  if (info.api == Api::kTorchSegmentFree || info.api == Api::kTorchSegmentUnmap) return version >= 5;
+  return info.has_stack;
+}
 
 inline constexpr const char* KindName(Kind kind) {
   switch (kind) {

@@ -70,7 +70,7 @@ absl::Status DecodeEventBatch(const BatchColumns& given, DecodeScratch* scratch,
     size_t with_stack = 0;
     for (uint32_t api : c.api) {
       const format::ApiInfo* info = LookupApi(api);
-      with_stack += info != nullptr && info->has_stack ? 1 : 0;
+      with_stack += info != nullptr && format::RowHasStack(*info, c.format_version) ? 1 : 0;
     }
     if (c.stack.size() != with_stack && !(c.stack.size() == 1 && with_stack > 0) &&
         !(c.stack.empty() && with_stack == 0)) {
@@ -79,7 +79,7 @@ absl::Status DecodeEventBatch(const BatchColumns& given, DecodeScratch* scratch,
     scratch->stack.assign(batch_rows, 0);
     for (size_t i = 0, k = 0; i < batch_rows; ++i) {
       const format::ApiInfo* info = LookupApi(c.api[i]);
-      if (info == nullptr || !info->has_stack) continue;
+      if (info == nullptr || !format::RowHasStack(*info, c.format_version)) continue;
       scratch->stack[i] = c.stack[c.stack.size() == 1 ? 0 : k++];
     }
     c.stack = scratch->stack;

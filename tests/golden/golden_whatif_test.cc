@@ -61,7 +61,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"gpt2_blocks_expandable_h100.pb", "gpt2_blocks_expandable_h100_truth.json", 3579},
                       Case{"story_leak_blocks_h100.pb", "story_leak_blocks_h100_truth.json", 127},
                       Case{"story_oom_blocks_h100.pb", "story_oom_blocks_h100_truth.json", 91},
-                      Case{"frag_oom_h100.pb", "frag_oom_h100_truth.json", 22}),
+                      Case{"frag_oom_h100.pb", "frag_oom_h100_truth.json", 22},
+                      Case{"gc_threshold_h100.pb", "gc_threshold_h100_truth.json", 124},
+                      Case{"gc_threshold_conf_h100.pb", "gc_threshold_conf_h100_truth.json", 124}),
     [](const ::testing::TestParamInfo<Case>& info) {
       std::string name = info.param.trace;
       return name.substr(0, name.find('.'));
@@ -99,7 +101,7 @@ TEST_P(WhatIfReruns, ReplayPredictsEachRerun) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, WhatIfReruns,
                          ::testing::Values("whatif_holes_h100", "whatif_live_h100", "whatif_steps_alone_h100",
-                                           "whatif_steps_other_h100"),
+                                           "whatif_steps_other_h100", "gc_threshold_h100", "gc_threshold_conf_h100"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 // A second process held all but 2.5 GiB of the card (the truth's other_bytes): the verdict names the memory outside
@@ -179,6 +181,30 @@ TEST(Phases, TensorPeaksPerPhaseArePyTorchsOwn) {
   }
   const test::ToolResult text = test::Tool({Example("nvtx_phases_h100.pb")});
   EXPECT_NE(text.out.find("Phase validate peaks above train:"), std::string::npos) << text.out;
+}
+
+// Phases found without NVTX ranges (training and validation told apart by backward passes): `peak --phase NAME`
+// gives PyTorch's own peaks of each, read after reset_peak_memory_stats() at the start of every stretch (the larger
+// of a phase's two stretches), and the default report says that validation peaked above training.
+TEST(Phases, DetectedPhasesHavePyTorchsOwnPeaks) {
+  const JsonValue truth = Truth("train_validate_h100_truth.json");
+  const JsonValue all = Report({"peak", Example("train_validate_h100.pb")});
+  EXPECT_TRUE(all["phases_detected"].boolean());
+  std::vector<std::string> ranges;
+  for (const JsonValue& r : all["phase_ranges"].array()) ranges.push_back(r["name"].str());
+  EXPECT_EQ(ranges, (std::vector<std::string>{"train", "validate", "train", "validate"}));
+  for (const std::string phase : {"train", "validate"}) {
+    const JsonValue peak = Report({"peak", Example("train_validate_h100.pb"), "--phase", phase});
+    const JsonValue& d = peak["allocator"]["devices"][0];
+    EXPECT_EQ(d["allocated_peak_bytes"].uinteger(), truth["phase_peaks"][phase]["allocated"].uinteger()) << phase;
+    EXPECT_EQ(d["requested_peak_bytes"].uinteger(), truth["phase_peaks"][phase]["requested"].uinteger()) << phase;
+    EXPECT_EQ(d["reserved_peak_bytes"].uinteger(), truth["phase_peaks"][phase]["reserved"].uinteger()) << phase;
+  }
+  // The first line after the trace's description (no OOM to explain first).
+  const test::ToolResult text = test::Tool({Example("train_validate_h100.pb")});
+  const size_t answer = text.out.find("\n\n") + 2;
+  EXPECT_EQ(text.out.find("Phase validate peaks above train (phases found from backward passes"), answer)
+      << text.out;
 }
 
 // A replay made by the way holds a bounded number of allocator events: past it, the input is refused with a reason

@@ -7,7 +7,14 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "analyzer/model/memory/cuda_errors.h"
+#include "analyzer/model/metadata_visitor.h"
+#include "analyzer/model/stacks/python_frame_table.h"
+#include "analyzer/model/stacks/stack_table.h"
+#include "analyzer/model/stacks/symbol_table.h"
+#include "analyzer/model/trace_info.h"
 #include "analyzer/model/torch/allocator_replay.h"
 #include "analyzer/model/torch/allocator_rules.h"
 #include "analyzer/reader/trace_reader.h"
@@ -32,6 +39,9 @@ struct Step {
   uint64_t driver_seq = 0;
   int32_t device = 0;
   Kind kind = kAlloc;
+  // A release made inside a request (under a per-process cap, or garbage collection), as its stack shows, rather
+  // than by torch.cuda.empty_cache(): the replay must make it itself.
+  bool in_request = false;
   bool IsRequest() const { return kind == kAlloc || kind == kOomRequest; }
   bool IsOutcome() const { return kind >= kSegmentAlloc; }
 };
@@ -44,9 +54,19 @@ struct DriverFigure {
   uint64_t total = 0;
 };
 
-class InputPass : public TraceVisitor {
+// The tables that name a release's caller (ReleaseCaller). A base of InputPass, so that they exist before the
+// MetadataVisitor that fills them.
+struct InputTables {
+  TraceInfo info;
+  StackTable stacks;
+  SymbolTable symbols;
+  PythonFrameTable python_frames;
+};
+
+class InputPass : private InputTables, public MetadataVisitor {
  public:
-  explicit InputPass(size_t max_steps) : max_steps_(max_steps) {}
+  explicit InputPass(size_t max_steps)
+      : MetadataVisitor(info, stacks, symbols, python_frames), max_steps_(max_steps) {}
   void OnAllocatorAttach(const AllocatorAttachInfo& attach) override {
     if (!attached_) config_ = attach.config;
     attached_ = true;
@@ -108,6 +128,16 @@ class InputPass : public TraceVisitor {
     steps_.push_back(s);
   }
 
+  // Marks the releases made inside a request (Step::in_request). Call once the read is done (stacks are known).
+  void MarkReleasesInRequests() {
+    absl::flat_hash_map<uint64_t, bool> in_request;  // by stack
+    for (Step& s : steps_) {
+      if (s.kind != Step::kSegmentFree && s.kind != Step::kSegmentUnmap) continue;
+      auto [it, inserted] = in_request.try_emplace(s.stack, false);
+      if (inserted) it->second = ReleasedInRequest(s.stack);
+      s.in_request = it->second;
+    }
+  }
   const std::string& config() const { return config_; }
   std::vector<Step>& steps() { return steps_; }
   std::vector<DriverFigure>& figures() { return figures_; }
@@ -120,6 +150,25 @@ class InputPass : public TraceVisitor {
   uint64_t dropped_ = 0;
   std::vector<Step> steps_;
   std::vector<DriverFigure> figures_;
+  // Whether the stack of a release names an allocation as its caller: the innermost Python frame is not
+  // torch.cuda.empty_cache, or a native frame is the caching allocator's malloc before any emptyCache. A stack that
+  // says neither (no frames, no symbols) counts as empty_cache(), as releases without a refusal always did.
+  bool ReleasedInRequest(uint64_t stack) const {
+    for (uint64_t pc : stacks.Pcs(stack)) {
+      if (format::IsPythonFramePc(pc)) {
+        const PythonFrameInfo* frame = python_frames.Find(format::PythonFrameIdOfPc(pc));
+        if (frame == nullptr) continue;
+        return symbols.String(frame->function) != "empty_cache";
+      }
+      const SymbolInfo* symbol = symbols.FindSymbol(pc);
+      if (symbol == nullptr) continue;
+      const std::string& name = symbols.String(symbol->function);
+      if (absl::StrContains(name, "emptyCache")) return false;
+      if (absl::StrContains(name, "CachingAllocator") && absl::StrContains(name, "malloc")) return true;
+    }
+    return false;
+  }
+
   std::pair<uint64_t, uint64_t> last_malloc_{0, 0};  // (address, seq) of the last successful cudaMalloc
   size_t last_segment_free_ = SIZE_MAX;              // index in steps_ of the last SEGMENT_FREE
 };
@@ -181,6 +230,12 @@ class RecordedDriver : public ReplayDriver {
   }
   bool CapAllows(uint64_t reserved_now, uint64_t alloc_size) override {
     const Step* o = NextBefore();
+    if (o != nullptr && o->in_request && (o->kind == Step::kSegmentFree || o->kind == Step::kSegmentUnmap)) {
+      // The recorded allocator released cache inside this request with no refusal by the driver: a cap refused
+      // reserved + the segment size, and releasing made room (a retry follows).
+      NoteCapRefusal(reserved_now + alloc_size - 1);
+      return false;
+    }
     const bool driver_asked = o != nullptr && o->kind != Step::kSegmentFree && o->kind != Step::kSegmentUnmap;
     if (!serving_recorded_oom_ || driver_asked) {
       // The cap (if any) let it through: it is at least this.
@@ -189,11 +244,13 @@ class RecordedDriver : public ReplayDriver {
     }
     // A request the recorded run failed without asking the driver was refused by a cap (a memory fraction):
     // reserved + the segment size went over it.
+    NoteCapRefusal(reserved_now + alloc_size - 1);
+    return false;
+  }
+  void NoteCapRefusal(uint64_t over) {
     if (serving_seq_ != last_capped_seq_) ++fidelity_->capped_refusals;
     last_capped_seq_ = serving_seq_;
-    const uint64_t over = reserved_now + alloc_size - 1;
     fidelity_->cap_high = fidelity_->cap_high == 0 ? over : std::min(fidelity_->cap_high, over);
-    return false;
   }
   bool Malloc(uint64_t size, uint64_t, uint64_t* address) override {
     if (const Step* o = NextBefore(); o != nullptr && o->size == size) {
@@ -329,15 +386,15 @@ class CapacityDriver : public ReplayDriver {
   uint64_t next_range_ = uint64_t{1} << 47;
 };
 
-// Segment frees and unmappings that no refusal by the driver before them explains start an empty_cache(): marks the
-// first of each run. (A release forced by a per-process cap has no refusal in the trace and reads as one too: the
-// replay then releases the same cache just before the request instead of inside it, and ends in the same state.)
+// Segment frees and unmappings that no refusal by the driver before them explains, and that were not made inside a
+// request (Step::in_request: a cap's refusal or garbage collection, which the replay makes itself), start an
+// empty_cache(): marks the first of each run.
 std::vector<bool> EmptyCacheStarts(const std::vector<Step>& steps) {
   std::vector<bool> starts(steps.size(), false);
   bool failed_since_request = false, previous_was_empty_cache = false;
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& s = steps[i];
-    const bool release = s.kind == Step::kSegmentFree || s.kind == Step::kSegmentUnmap;
+    const bool release = (s.kind == Step::kSegmentFree || s.kind == Step::kSegmentUnmap) && !s.in_request;
     if (s.IsRequest() || s.kind == Step::kFreeCompleted) failed_since_request = false;
     if (s.kind == Step::kMallocFailed || s.kind == Step::kMapFailed) failed_since_request = true;
     const bool empty_cache = release && !failed_since_request;
@@ -473,6 +530,7 @@ absl::StatusOr<ReplayInputPtr> ReadReplayInput(const std::string& path, size_t m
   if (pass.steps_seen() > max_events) {
     return absl::ResourceExhaustedError(ReplayTooLong(pass.steps_seen(), max_events));
   }
+  pass.MarkReleasesInRequests();
   std::vector<Step>& all = pass.steps();
   // The device: that of the first OOM, else of the first request.
   const Step* first = nullptr;

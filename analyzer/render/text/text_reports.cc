@@ -301,8 +301,10 @@ std::string PhasePeakHeadline(const PhaseResults& phases) {
     }
   }
   if (highest == nullptr) return "";
-  return absl::StrFormat("Phase %s peaks above %s: %s %s against %s\n", Printable(highest->name),
-                         Printable(first.name), HumanBytes(highest_peak),
+  return absl::StrFormat("Phase %s peaks above %s%s: %s %s against %s\n", Printable(highest->name),
+                         Printable(first.name),
+                         phases.detected ? " (phases found from backward passes, no NVTX ranges)" : "",
+                         HumanBytes(highest_peak),
                          series == kTorchAllocatedSeries ? "of tensors" : "of device memory", HumanBytes(first_peak));
 }
 
@@ -465,7 +467,8 @@ std::string PinnedText(const Overview& o, const PinnedReport& r) {
 std::string DiagnosisText(const OomReport& ooms, const LeakReport& leaks, const PhaseResults& phases,
                           const std::vector<TorchPeakSection>& torch_peaks) {
   std::string out;
-  // Why it ran out of memory, then what it leaked, then whether a later phase needed more than the first.
+  // Why it ran out of memory, then whether a later phase needed more than the first (validation above training:
+  // what users most often meet), then what inflated the peak, then what it leaked.
   // Only a request refused for lack of memory is an out-of-memory (a refused capability probe is not).
   const OomEntry* failure = ooms.LastFailure();
   if (failure != nullptr && !failure->out_of_memory) failure = nullptr;
@@ -480,6 +483,7 @@ std::string DiagnosisText(const OomReport& ooms, const LeakReport& leaks, const 
     absl::StrAppend(&out, "Out of memory: ", OomDiagnosis(*failure));
     out += OtherProcessesText(failure->device, failure->processes);
   }
+  out += PhasePeakHeadline(phases);
   if (ooms.torch_ooms.empty()) {
     // No OOM to explain: a peak that autograd's graph inflated is the next thing worth acting on.
     for (const TorchPeakSection& s : torch_peaks) {
@@ -491,7 +495,6 @@ std::string DiagnosisText(const OomReport& ooms, const LeakReport& leaks, const 
   }
   if (leaks.torch_layer.present) out += TorchLeakDiagnosis(leaks);
   out += LeakHeadline(leaks);
-  out += PhasePeakHeadline(phases);
   return out;
 }
 

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "proto/format.h"
 #include "analyzer/commands/oom_replays.h"
 #include "gtest/gtest.h"
 #include "tests/unit/analyzer/cli_runner.h"
@@ -56,7 +58,7 @@ TEST_F(Cli, HelpAndVersion) {
   EXPECT_EQ(r.out.rfind("usage: cumem-analyze [subcommand] TRACE.pb", 0), 0u);
   r = Tool({"--version"});
   EXPECT_EQ(r.code, 0);
-  EXPECT_NE(r.out.find("reads trace format versions up to 4"), std::string::npos);
+  EXPECT_NE(r.out.find(absl::StrCat("reads trace format versions up to ", format::kFormatVersion)), std::string::npos);
 }
 
 // Every command, given a trace it cannot read, exits 2 with one line on stderr and writes nothing to stdout or to

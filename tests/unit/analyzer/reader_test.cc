@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "analyzer/reader/trace_reader.h"
 #include "gtest/gtest.h"
 #include "tests/unit/analyzer/trace_builder.h"
@@ -129,11 +130,13 @@ TEST(ReaderErrors, HeaderCutOff) {
 TEST(ReaderErrors, NewerVersion) {
   format::Header h = TraceBuilder::DefaultHeader();
   h.set_format_version(format::kFormatVersion + 1);
-  const std::string path = TraceBuilder().Header(h).Write("v5.pb");
+  const std::string path = TraceBuilder().Header(h).Write("newer.pb");
   Recorder r;
   ReadStats stats;
   EXPECT_EQ(Read(path, &r, &stats).message(),
-            path + ": trace format version 5 is newer than this cumem-analyze reads (up to 4); upgrade cumem-analyze");
+            absl::StrCat(path, ": trace format version ", format::kFormatVersion + 1,
+                         " is newer than this cumem-analyze reads (up to ", format::kFormatVersion,
+                         "); upgrade cumem-analyze"));
 }
 
 TEST(ReaderErrors, BadTag) {

@@ -220,7 +220,7 @@ format::EventBatch TraceBuilder::Encode(const std::vector<Ev>& events, const Enc
     if (info != nullptr && info->has_aux) b.add_aux(e.aux);
     same_thread &= e.thread == events[0].thread;
     same_device &= e.device == events[0].device;
-    if (info == nullptr || info->has_stack) {
+    if (info == nullptr || format::RowHasStack(*info, format::kFormatVersion)) {
       if (first_stack == nullptr) first_stack = &e;
       same_stack &= e.stack == first_stack->stack;
     }
@@ -241,7 +241,7 @@ format::EventBatch TraceBuilder::Encode(const std::vector<Ev>& events, const Enc
   } else {
     for (const Ev& e : events) {
       const format::ApiInfo* info = format::FindApi(static_cast<uint32_t>(e.api));
-      if (info == nullptr || info->has_stack) b.add_stack(e.stack);
+      if (info == nullptr || format::RowHasStack(*info, format::kFormatVersion)) b.add_stack(e.stack);
     }
   }
   return b;
