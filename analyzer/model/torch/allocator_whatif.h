@@ -11,6 +11,10 @@
 //     driver's free/total samples and the failed allocations' own figures show). It must fail where the recorded
 //     run failed, or the model is not trusted for what-ifs.
 //  3. What if: the capacity model with the settings, capacity and outside memory asked for.
+// Cache the recorded allocator released with no refusal by the driver before it is torch.cuda.empty_cache(), which
+// every replay repeats at that point, unless the release's stack (trace format 5) names a request as its caller:
+// then it was the request's own doing (a per-process cap refused new memory, or garbage collection), which each
+// replay makes, or not, by its own rules.
 #ifndef CUMEMTRACE_ANALYZER_MODEL_TORCH_ALLOCATOR_WHATIF_H_
 #define CUMEMTRACE_ANALYZER_MODEL_TORCH_ALLOCATOR_WHATIF_H_
 
