@@ -11,6 +11,9 @@ absl::StatusOr<std::unique_ptr<Analysis>> AnalyzeTrace(const std::string& path, 
   std::optional<ProgressBar> own;
   if (progress == nullptr) progress = &own.emplace(console.err(), absl::StrCat("reading ", path));
   options.progress = progress->EventsCallback();
+  options.progress_stage = [progress, &path](const std::string& stage) {
+    progress->SetLabel(absl::StrCat(path, ": ", stage));
+  };
   absl::StatusOr<std::unique_ptr<Analysis>> analysis = Analyze(path, options);
   progress->Done();
   if (analysis.ok()) console.Warn((*analysis)->info);

@@ -45,6 +45,7 @@ absl::StatusOr<std::unique_ptr<Analysis>> Analyze(const std::string& path, const
   if (!first.ok() || (*first)->detected_phases.empty()) return first;
   const std::vector<PhaseInfo> detected = std::move((*first)->detected_phases);
   first->reset();  // one analysis in memory at a time
+  if (options.progress_stage) options.progress_stage("reading it again with the training and validation found");
   return AnalyzeOnce(path, options, detected);
 }
 

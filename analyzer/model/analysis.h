@@ -49,6 +49,8 @@ struct AnalyzeOptions {
   bool allocation_totals = false;
   GroupingOptions grouping;  // how snapshots, leaks and pinned spikes merge stacks (default: one group per stack)
   std::function<void(uint64_t)> progress;  // called with the events read so far, now and then (may be empty)
+  // Called before a second read of the trace, with what it is for (may be empty).
+  std::function<void(const std::string&)> progress_stage;
 };
 
 // One (device, series) timeline: its final state and peak, and what was live at the peak.

@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "analyzer/model/analysis.h"
 #include "analyzer/model/torch/allocator_whatif.h"
 #include "tests/golden/golden_support.h"
 
@@ -205,6 +206,25 @@ TEST(Phases, DetectedPhasesHavePyTorchsOwnPeaks) {
   const size_t answer = text.out.find("\n\n") + 2;
   EXPECT_EQ(text.out.find("Phase validate peaks above train (phases found from backward passes"), answer)
       << text.out;
+}
+
+// Phases found from backward passes need a second read of the trace; the progress line names it. A trace with
+// NVTX ranges, or without validation, is read once.
+TEST(Phases, DetectedPhasesCostASecondReadThatTheProgressLineNames) {
+  std::vector<std::string> stages;
+  AnalyzeOptions options;
+  options.progress_stage = [&stages](const std::string& stage) { stages.push_back(stage); };
+  absl::StatusOr<std::unique_ptr<Analysis>> a = Analyze(Example("train_validate_h100.pb"), options);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(stages, (std::vector<std::string>{"reading it again with the training and validation found"}));
+  EXPECT_TRUE((*a)->phases.detected);
+  stages.clear();
+  for (const char* other : {"nvtx_phases_h100.pb", "gpt2_blocks_h100.pb"}) {
+    a = Analyze(Example(other), options);
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_FALSE((*a)->phases.detected) << other;
+  }
+  EXPECT_TRUE(stages.empty());
 }
 
 // A replay made by the way holds a bounded number of allocator events: past it, the input is refused with a reason
