@@ -145,6 +145,8 @@ void ReadConfig(Config* config) {
   config->python_frames = PythonFramesWanted();
   const char* torch_blocks = getenv("CUMEMTRACE_TORCH_BLOCKS");
   config->torch_blocks = torch_blocks == nullptr || strcmp(torch_blocks, "0") != 0;
+  const char* compress = getenv("CUMEMTRACE_COMPRESS");
+  config->compress = compress == nullptr || strcmp(compress, "0") != 0;
   config->quiet = ReadFlag("CUMEMTRACE_QUIET");
   config->rank = ParseRankNumber(getenv("RANK"));
   config->local_rank = ParseRankNumber(getenv("LOCAL_RANK"));

@@ -55,6 +55,7 @@ struct Config {
   bool python_frames = true;
   bool torch_blocks = true;
   bool quiet = false;
+  bool compress = true;  // event batches compressed with zstd when libzstd.so.1 loads (CUMEMTRACE_COMPRESS=0: never)
   int rank = -1;  // -1: unset or not a number
   int local_rank = -1;
   int world_size = -1;

@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include "preload/batch_compression.h"
 #include "preload/gpu_processes.h"
 #include "preload/log.h"
 #include "preload/recorder.h"
@@ -94,7 +95,8 @@ void WriteSealedIoLocked() {
     if (unit->event_count > 0) {
       const size_t before_events = out->size();
       if (WriteEventBatch(out, unit->events, unit->event_count, unit->complete_below)) {
-        const size_t kept = FitEventsIoLocked(out, before_events, unit);
+        size_t kept = FitEventsIoLocked(out, before_events, unit);
+        if (kept > 0 && !CompressEventBatchIoLocked(out, before_events)) kept = 0;
         g_health.writing.events += kept;
         g_health.dropped.fetch_add(unit->event_count - kept, std::memory_order_relaxed);
       } else {

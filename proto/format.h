@@ -15,7 +15,8 @@ inline constexpr uint64_t kMagic = 0x435254454d454d43ull;  // "CUMEMTRC" little-
 // Version 2: the stack column covers only rows whose api has a stack; thread/device columns may be run-length coded.
 // Version 3: an EventBatch may store its address deltas divided by 2^address_shift.
 // Version 4: TORCH_ALLOC_GRAD / TORCH_ALLOC_NO_GRAD rows (a block with autograd's grad mode).
-// Version 5: TORCH_SEGMENT_FREE and TORCH_SEGMENT_UNMAP rows have a stack (RowHasStack).
+// Version 5: TORCH_SEGMENT_FREE and TORCH_SEGMENT_UNMAP rows have a stack (RowHasStack); event batches may come
+// zstd-compressed (packet events_zstd).
 inline constexpr uint32_t kFormatVersion = 5;
 inline constexpr int32_t kHostDevice = -1;
 
@@ -26,7 +27,7 @@ namespace packet {
 inline constexpr uint32_t kHeader = 1, kThread = 2, kModule = 3, kStackNodes = 4, kEvents = 5, kStrings = 6,
                           kSymbols = 7, kTrailer = 8, kDevice = 9, kPythonFrames = 10,
                           kMemorySample = 11, kNotice = 12, kAllocatorAttach = 13, kPhase = 14,
-                          kHeaderCopy = 15, kGpuProcesses = 16;
+                          kHeaderCopy = 15, kGpuProcesses = 16, kEventsZstd = 17;
 }
 namespace header {
 inline constexpr uint32_t kMagic = 1, kFormatVersion = 2, kToolVersion = 3, kPid = 4, kPpid = 5, kArgv = 6,

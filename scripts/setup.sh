@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config libunwind-dev libabsl-dev libprotobuf-dev protobuf-compiler
-          libdw-dev libelf-dev libgtest-dev libgmock-dev python3 python3-pytest zlib1g-dev)
+          libdw-dev libelf-dev libgtest-dev libgmock-dev python3 python3-pytest zlib1g-dev libzstd-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

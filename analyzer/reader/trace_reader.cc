@@ -4,6 +4,8 @@
 // file falls back to the generated class whenever that path does not take a batch), ordering in reorder_window.cc.
 #include "analyzer/reader/trace_reader.h"
 
+#include <zstd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -122,6 +124,8 @@ class Reader {
   absl::Status HandlePacket(const uint8_t* data, size_t size, uint64_t offset);
   absl::Status HandleEvents(const pb::EventBatch& batch, uint64_t offset);
   absl::Status HandleColumns(const BatchColumns& columns, uint64_t offset);
+  // An EventBatch compressed as one zstd frame (format 5): inflated into inflated_, then read as one.
+  absl::Status HandleCompressedEvents(const std::string& frame, uint64_t offset);
   absl::Status HandleSymbols(const pb::Symbols& symbols, uint64_t offset);
   absl::Status HandlePythonFrames(const pb::PythonFrames& frames, uint64_t offset);
   absl::Status HandleStackNodes(const pb::StackNodes& nodes, uint64_t offset);
@@ -159,6 +163,7 @@ class Reader {
   pb::Packet packet_;
   pb::EventBatch batch_;
   EventBatchWire wire_;
+  std::string inflated_;  // reused from batch to batch
   std::vector<Event> decoded_;
   DecodeScratch scratch_;
   uint32_t format_version_ = 1;  // the header's
@@ -505,6 +510,8 @@ absl::Status Reader::HandlePacket(const uint8_t* data, size_t size, uint64_t off
       return HandleStackNodes(packet_.stack_nodes(), offset);
     case pb::Packet::kEvents:
       return HandleEvents(packet_.events(), offset);
+    case pb::Packet::kEventsZstd:
+      return HandleCompressedEvents(packet_.events_zstd(), offset);
     case pb::Packet::kStrings: {
       const pb::Strings& s = packet_.strings();
       for (int i = 0; i < s.value_size(); ++i) visitor_.OnString(s.first_id() + static_cast<uint32_t>(i), s.value(i));
@@ -650,6 +657,31 @@ absl::Status Reader::HandlePythonFrames(const pb::PythonFrames& f, uint64_t offs
     visitor_.OnPythonFrame(info);
   }
   return absl::OkStatus();
+}
+
+absl::Status Reader::HandleCompressedEvents(const std::string& frame, uint64_t offset) {
+  // A batch holds at most a few MiB; a frame that says it holds more is damaged, and is not inflated.
+  constexpr unsigned long long kMaxBatchBytes = 256ull << 20;
+  const unsigned long long size = ZSTD_getFrameContentSize(frame.data(), frame.size());
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN) {
+    return Corrupt(offset, "the compressed event batch is not a zstd frame that states its size");
+  }
+  if (size > kMaxBatchBytes) {
+    return Corrupt(offset, absl::StrCat("the compressed event batch says it holds ", size, " bytes (at most ",
+                                        kMaxBatchBytes, ")"));
+  }
+  inflated_.resize(static_cast<size_t>(size));
+  const size_t got = ZSTD_decompress(inflated_.data(), inflated_.size(), frame.data(), frame.size());
+  if (ZSTD_isError(got) != 0 || got != size) {
+    return Corrupt(offset, absl::StrCat("the compressed event batch does not inflate (",
+                                        ZSTD_isError(got) != 0 ? ZSTD_getErrorName(got) : "short", ")"));
+  }
+  const auto* body = reinterpret_cast<const uint8_t*>(inflated_.data());
+  if (wire_.Parse(body, inflated_.size())) return HandleColumns(wire_.columns(), offset);
+  if (!batch_.ParseFromArray(inflated_.data(), static_cast<int>(inflated_.size()))) {
+    return Corrupt(offset, "the compressed event batch does not parse");
+  }
+  return HandleEvents(batch_, offset);
 }
 
 absl::Status Reader::HandleEvents(const pb::EventBatch& b, uint64_t offset) {

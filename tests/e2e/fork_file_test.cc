@@ -180,7 +180,8 @@ TEST(E2eFiles, WriteFailureIsRecordedInTheTrace) {
   const std::string program = ProgramPath("storm");
   const RunResult run = RunProgram(
       {.program = "storm",
-       .env = {{"FAKE_CUDA_LEDGER", ""}, {"CUMEMTRACE_STACK_DEPTH", "4"}},
+       // Plain batches, as large as their events: the limit is met.
+       .env = {{"FAKE_CUDA_LEDGER", ""}, {"CUMEMTRACE_STACK_DEPTH", "4"}, {"CUMEMTRACE_COMPRESS", "0"}},
        .program_path = "/bin/sh",
        .args = {"-c", "ulimit -f 1024 && trap '' XFSZ && exec \"$0\" threads 4 50000", program}});
   ASSERT_EQ(run.exit_code, 0) << run.Describe();

@@ -174,6 +174,7 @@ constexpr uint64_t kFileSizeLimit = 16 * 1024;  // bash's `ulimit -f 16` (KiB)
 RunResult RunUnderFileSizeLimit(int pairs) {
   return RunProgram({.program = "storm",
                      .env = {{"FAKE_CUDA_LEDGER", ""},  // the ledger would meet the limit too
+                             {"CUMEMTRACE_COMPRESS", "0"},  // batches as large as their events: the limit is met
                              {"CUMEMTRACE_FLUSH_MS", "600000"},
                              {"CUMEMTRACE_STACK_DEPTH", "4"}},
                      .program_path = "/bin/bash",
@@ -276,8 +277,9 @@ std::string WriteDamaged(const RunResult& run, const std::string& name, const st
 // A trace of 800 000 events (several MiB) holds copies of what a reader needs of its header: one in the first unit
 // after the header's, about one per MiB, one before the trailer; each is small.
 TEST(E2eHeaderCopies, TheHeaderIsRepeatedCheaply) {
+  // Plain batches: the trace is then several MiB, as a real run's is once it runs long enough.
   const RunResult run = RunProgram({.program = "storm",
-                                    .env = {{"FAKE_CUDA_LEDGER", ""}},
+                                    .env = {{"FAKE_CUDA_LEDGER", ""}, {"CUMEMTRACE_COMPRESS", "0"}},
                                     .args = {"threads", "1", "400000"}});
   ASSERT_EQ(run.exit_code, 0) << run.Describe();
   const std::string bytes = Slurp(run.trace_path);
@@ -431,6 +433,35 @@ TEST(E2eHeaderCopies, RedactLeavesOutAHeaderItCannotParse) {
   EXPECT_EQ(trace.stats.skipped_bytes, 0u);
   EXPECT_EQ(trace.events.size(), CollectTrace(run.trace_path).events.size());
   if (!testing::Test::HasFailure()) RemoveRunDir(run);
+}
+
+// Event batches are written zstd-compressed when libzstd.so.1 loads (trace format 5), and read back as the events
+// the program made (the fake driver's ledger, one by one); CUMEMTRACE_COMPRESS=0 writes them plain.
+TEST(E2eCompression, BatchesAreCompressedUnlessTurnedOff) {
+  for (const char* compress : {"1", "0"}) {
+    SCOPED_TRACE(compress);
+    const RunResult run = RunProgram(
+        {.program = "storm", .env = {{"CUMEMTRACE_COMPRESS", compress}}, .args = {"threads", "2", "20000"}});
+    ASSERT_EQ(run.exit_code, 0) << run.Describe();
+    const std::vector<FramedPacket> packets = Packets(Slurp(run.trace_path));
+    const auto count = [&](uint32_t field) {
+      return std::count_if(packets.begin(), packets.end(), [field](const FramedPacket& p) { return p.field == field; });
+    };
+    if (std::string(compress) == "1") {
+      EXPECT_GT(count(format::field::packet::kEventsZstd), 0);
+    } else {
+      EXPECT_EQ(count(format::field::packet::kEventsZstd), 0);
+      EXPECT_GT(count(format::field::packet::kEvents), 0);
+    }
+    std::vector<LedgerEntry> ledger;
+    ASSERT_TRUE(ReadLedger(run.ledger_path, &ledger).ok());
+    const CollectedTrace trace = CollectTrace(run.trace_path);
+    ASSERT_TRUE(trace.status.ok()) << trace.status;
+    EXPECT_EQ(trace.stats.damaged_packets, 0u);
+    EXPECT_EQ(MultisetDifference(LedgerKeys(ledger, true), EventKeys(trace, true)), "");
+    EXPECT_EQ(trace.events.size(), ledger.size());
+    if (!testing::Test::HasFailure()) RemoveRunDir(run);
+  }
 }
 
 }  // namespace

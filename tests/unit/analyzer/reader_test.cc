@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <zstd.h>
+
 #include "absl/strings/str_cat.h"
 #include "analyzer/reader/trace_reader.h"
 #include "gtest/gtest.h"
@@ -73,6 +75,39 @@ std::string Damage(const std::string& path, Recorder* r, ReadStats* stats) {
   if (!s.ok()) return "error: " + std::string(s.message());
   if (stats->damaged_packets == 0) return "no damage found";
   return stats->first_damage;
+}
+
+// The trace at `bytes` with every plain events packet replaced by its zstd-compressed form (packet events_zstd, as
+// the preload writes it when libzstd loads); `damage` flips a byte in the middle of the nth compressed frame (-1:
+// none).
+std::string CompressEvents(const std::string& bytes, int damage = -1) {
+  std::string out;
+  int compressed = 0;
+  for (size_t i = 0; i < bytes.size();) {
+    uint64_t length = 0;
+    size_t at = i + 1, shift = 0;
+    while (true) {
+      const auto c = static_cast<uint8_t>(bytes[at++]);
+      length |= static_cast<uint64_t>(c & 0x7f) << shift;
+      shift += 7;
+      if (c < 0x80) break;
+    }
+    format::Packet packet;
+    const std::string body = bytes.substr(at, length);
+    if (!packet.ParseFromString(body) || !packet.has_events()) {
+      out += bytes.substr(i, at + length - i);
+    } else {
+      const std::string batch = packet.events().SerializeAsString();
+      std::string frame(ZSTD_compressBound(batch.size()), '\0');
+      frame.resize(ZSTD_compress(frame.data(), frame.size(), batch.data(), batch.size(), 1));
+      if (compressed++ == damage) frame[frame.size() / 2] ^= 0x5a;
+      format::Packet z;
+      z.set_events_zstd(frame);
+      out += Frame(z);
+    }
+    i = at + length;
+  }
+  return out;
 }
 
 TEST(ReaderErrors, EmptyFile) {
@@ -153,6 +188,76 @@ TEST(ReaderErrors, BadTag) {
   EXPECT_EQ(stats.damaged_packets, 1u);
   EXPECT_EQ(stats.skipped_bytes, 1u);
   EXPECT_EQ(r.threads.size(), 2u) << "the packet after the damage is read";
+}
+
+// Compressed event batches (format 5) read as the plain ones they hold: the same events, in the same order.
+TEST(ReaderCompressed, BatchesReadAsThePlainOnes) {
+  std::vector<Ev> events;
+  for (uint64_t i = 1; i <= 3000; ++i) events.push_back(Alloc(i, i * 0.01, 0x1000 * (i % 97), 512 * (i % 13)));
+  TraceBuilder b;
+  b.Header().Thread(1, 100, "main");
+  for (size_t i = 0; i < events.size(); i += 1000) {
+    b.Events(std::vector<Ev>(events.begin() + i, events.begin() + i + 1000));
+  }
+  const std::string plain = b.Write("plain.pb");
+  const std::string packed = WriteTempFile("packed.pb", CompressEvents(b.bytes()));
+  Recorder p, z;
+  ReadStats ps, zs;
+  ASSERT_TRUE(Read(plain, &p, &ps).ok());
+  ASSERT_TRUE(Read(packed, &z, &zs).ok());
+  ASSERT_EQ(z.events.size(), 3000u);
+  ASSERT_EQ(p.events.size(), z.events.size());
+  for (size_t i = 0; i < p.events.size(); ++i) {
+    EXPECT_EQ(z.events[i].seq, p.events[i].seq);
+    EXPECT_EQ(z.events[i].time_ns, p.events[i].time_ns);
+    EXPECT_EQ(z.events[i].address, p.events[i].address);
+    EXPECT_EQ(z.events[i].size, p.events[i].size);
+    EXPECT_EQ(z.events[i].api, p.events[i].api);
+  }
+  EXPECT_EQ(zs.damaged_packets, 0u);
+}
+
+// A damaged compressed batch costs that batch only, with a reason; the batches around it are read.
+TEST(ReaderCompressed, ADamagedFrameCostsItsBatch) {
+  TraceBuilder b;
+  b.Header();
+  for (uint64_t k = 0; k < 3; ++k) {
+    std::vector<Ev> batch;
+    for (uint64_t i = 1; i <= 500; ++i) batch.push_back(Alloc(k * 500 + i, 1, 0x1000 * i, 4096));
+    b.Events(batch);
+  }
+  const std::string path = WriteTempFile("zdamaged.pb", CompressEvents(b.bytes(), 1));
+  Recorder r;
+  ReadStats stats;
+  const std::string why = Damage(path, &r, &stats);
+  EXPECT_NE(why.find("compressed event batch"), std::string::npos) << why;
+  EXPECT_EQ(stats.damaged_packets, 1u);
+  EXPECT_EQ(r.events.size(), 1000u);
+}
+
+// A frame that says it holds more than any batch could is not inflated (no allocation of its claimed size).
+TEST(ReaderCompressed, AnImplausibleSizeIsRefused) {
+  std::string big(1 << 20, 'x');
+  std::string frame(ZSTD_compressBound(big.size()), '\0');
+  frame.resize(ZSTD_compress(frame.data(), frame.size(), big.data(), big.size(), 1));
+  // The frame header: magic (4 bytes), descriptor (0x80: a 4-byte content size, a window byte), window, then the
+  // content size, little-endian: make it 2 GiB.
+  ASSERT_EQ(static_cast<uint8_t>(frame[4]), 0x80);
+  format::Packet z;
+  std::string forged = frame;
+  forged[6] = static_cast<char>(0xff);
+  forged[7] = static_cast<char>(0xff);
+  forged[8] = static_cast<char>(0xff);
+  forged[9] = static_cast<char>(0x7f);
+  z.set_events_zstd(forged);
+  TraceBuilder b;
+  b.Header().Packet(z).Events({Alloc(1, 1, 0x1000, 8)});
+  const std::string path = b.Write("zhuge.pb");
+  Recorder r;
+  ReadStats stats;
+  const std::string why = Damage(path, &r, &stats);
+  EXPECT_NE(why.find("compressed event batch says it holds"), std::string::npos) << why;
+  EXPECT_EQ(r.events.size(), 1u);
 }
 
 // One byte inserted inside a packet (its length now ends one byte early): that packet is lost, the next is read.

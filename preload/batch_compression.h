@@ -1,0 +1,22 @@
+// Event batches compressed with zstd (trace format 5, packet events_zstd): a real PyTorch trace shrinks about four
+// times, which is what makes a run of hours fit in a bug report. libzstd.so.1 is dlopen'ed at the first batch and
+// never required: without it, or with CUMEMTRACE_COMPRESS=0, or when a batch would not shrink, batches are written
+// as they are. Compression runs where batches are written (the flush thread, or a recording thread that must not
+// wait for it), never on the recording path itself.
+#ifndef CUMEMTRACE_PRELOAD_BATCH_COMPRESSION_H_
+#define CUMEMTRACE_PRELOAD_BATCH_COMPRESSION_H_
+
+#include <cstddef>
+
+#include "preload/byte_buffer.h"
+
+namespace cumemtrace::preload {
+
+// `out` ends with one events packet, from `packet_start`. Replaces it with its compressed form when that is
+// smaller. Returns false only when the batch was lost (out's memory failed while rewriting it: the packet is then
+// gone); true when it was compressed or left as it was. Called with g_io_lock held.
+bool CompressEventBatchIoLocked(ByteBuffer* out, size_t packet_start);
+
+}  // namespace cumemtrace::preload
+
+#endif  // CUMEMTRACE_PRELOAD_BATCH_COMPRESSION_H_
