@@ -7,10 +7,33 @@ what to change in the encoding. Reads the protobuf wire format directly (docs/fo
 Usage: bench/trace_bytes.py TRACE.pb
 """
 import collections
+import ctypes
+import ctypes.util
 import sys
 
+
+def inflater():
+    """zstd's decompression through ctypes (format 5's compressed batches), or None without libzstd."""
+    name = ctypes.util.find_library("zstd") or "libzstd.so.1"
+    try:
+        lib = ctypes.CDLL(name)
+    except OSError:
+        return None
+    lib.ZSTD_getFrameContentSize.restype = ctypes.c_ulonglong
+    lib.ZSTD_decompress.restype = ctypes.c_size_t
+
+    def inflate(frame):
+        size = lib.ZSTD_getFrameContentSize(frame, ctypes.c_size_t(len(frame)))
+        out = ctypes.create_string_buffer(size)
+        got = lib.ZSTD_decompress(out, ctypes.c_size_t(size), frame, ctypes.c_size_t(len(frame)))
+        if got != size:
+            raise ValueError("a compressed batch does not inflate")
+        return out.raw
+    return inflate
+
 PACKETS = {1: "Header", 2: "Thread", 3: "Module", 4: "StackNodes", 5: "EventBatch", 6: "Strings", 7: "Symbols",
-           8: "Trailer", 9: "Device"}
+           8: "Trailer", 9: "Device", 10: "PythonFrames", 11: "MemorySample", 12: "Notice", 13: "AllocatorAttach",
+           14: "Phase", 15: "HeaderCopy", 16: "GpuProcesses", 17: "EventBatch (zstd)"}
 COLUMNS = {1: "first_seq", 2: "base_time_ns", 3: "seq_delta", 4: "time_delta_ns", 5: "api", 6: "address_delta",
            7: "size", 8: "stack", 9: "thread", 10: "device", 11: "stream", 12: "aux", 13: "failures",
            14: "cupti_rows", 15: "complete_below", 16: "thread_runs", 17: "device_runs", 18: "address_shift"}
@@ -57,21 +80,36 @@ def main():
     per_packet = collections.Counter()
     per_column = collections.Counter()
     events = 0
+    inflate = None
+    inflated_bytes = 0
     for _, size, start, end in fields(data, 0, len(data)):
         for number, _, body_start, body_end in fields(data, start, end):
             per_packet[PACKETS.get(number, str(number))] += size
-            if number != 5:
+            if number == 17:  # a compressed batch: its columns are counted as they are once inflated
+                inflate = inflate or inflater()
+                if inflate is None:
+                    sys.exit("trace_bytes: the trace has compressed batches and libzstd is not here")
+                batch = inflate(data[body_start:body_end])
+                inflated_bytes += len(batch)
+                batch_data, body_start, body_end = batch, 0, len(batch)
+            elif number == 5:
+                batch_data = data
+            else:
                 continue
-            for column, column_size, col_start, col_end in fields(data, body_start, body_end):
+            for column, column_size, col_start, col_end in fields(batch_data, body_start, body_end):
                 per_column[COLUMNS.get(column, str(column))] += column_size
                 if column == 5:  # api: one varint per row, all below 128
                     events += col_end - col_start
-    per_column["(packet framing)"] = per_packet["EventBatch"] - sum(per_column.values())
+    if inflated_bytes:
+        print(f"compressed batches hold {inflated_bytes} bytes of columns ({inflated_bytes / events:.2f} B/event "
+              f"before compression)")
+    else:
+        per_column["(packet framing)"] = per_packet["EventBatch"] - sum(per_column.values())
     print(f"{len(data)} bytes, {events} events, {len(data) / events:.2f} bytes/event")
     print("packets:")
     for name, size in per_packet.most_common():
         print(f"  {name:16} {size:12} bytes  {size / events:6.2f} B/event")
-    print("EventBatch columns:")
+    print("EventBatch columns (before compression):")
     for name, size in per_column.most_common():
         print(f"  {name:16} {size:12} bytes  {size / events:6.2f} B/event")
 

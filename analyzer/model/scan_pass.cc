@@ -188,7 +188,18 @@ void ScanPass::ApplyTorch(const Event& event, uint64_t index) {
     const bool engine = IsAutogradEngineThread(a_.info.ThreadName(event.thread));
     const AutogradStamp stamp = autograd_.OnBlockAlloc(event.api, engine, event.thread, event.stack);
     layer_.SetAutograd(stamp);
-    if (!engine) step_phases_.OnProgramAlloc(event.seq, event.time_ns, event.thread, event.stack, stamp.epoch);
+    if (!engine && detect_phases_) {
+      step_phases_.OnProgramRequest(event.seq, request_boundary_[event.thread], event.time_ns, event.thread,
+                                    event.stack, stamp.epoch, false);
+    }
+  } else if (event.api == format::Api::kTorchOom && detect_phases_ &&
+             !IsAutogradEngineThread(a_.info.ThreadName(event.thread))) {
+    step_phases_.OnProgramRequest(event.seq, request_boundary_[event.thread], event.time_ns, event.thread,
+                                  event.stack, autograd_.passes(), true);
+  }
+  if (detect_phases_ && (format::IsTorchBlockAlloc(event.api) || event.api == format::Api::kTorchOom ||
+                         event.info->space == format::Space::kTorchBlock)) {
+    request_boundary_[event.thread] = event.seq;  // the thread's next request begins after this
   }
   layer_.Apply(event, index);
   if (format::IsTorchBlockAlloc(event.api)) {
@@ -345,9 +356,8 @@ void ScanPass::FinishLeaks() {
 }
 
 bool ScanPass::Finish() {
-  if (!phases_.seen_any()) {  // no NVTX ranges: training and validation as backward passes show them
-    a_.detected_phases = step_phases_.Finish(autograd_.passes(), last_seq_, a_.info.StartNs(),
-                                             a_.info.StartNs() + a_.info.DurationNs());
+  if (detect_phases_ && !phases_.seen_any()) {  // no NVTX ranges: training and validation as backward passes show
+    a_.detected_phases = step_phases_.Finish(autograd_.passes(), a_.info.StartNs());
   }
   a_.phases = phases_.Finish(a_.info.StartNs() + a_.info.DurationNs(), model_.next_index(),
                              model_.mutable_timelines());

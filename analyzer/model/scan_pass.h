@@ -27,8 +27,9 @@ class ScanPass : public MetadataVisitor {
   ScanPass(Analysis& analysis, const AnalyzeOptions& options, const std::vector<PhaseInfo>& detected_phases)
       : MetadataVisitor(analysis.info, analysis.stacks, analysis.symbols, analysis.python_frames),
         a_(analysis),
-        options_(options) {
-    for (const PhaseInfo& p : detected_phases) phases_.Add(p);
+        options_(options),
+        detect_phases_(detected_phases.empty()) {
+    for (const PhaseInfo& p : detected_phases) phases_.AddDetected(p);
   }
   void OnMemorySample(const MemorySample& sample) override { driver_.Add(sample, owners_); }
   void OnPhase(const PhaseInfo& phase) override { phases_.Add(phase); }
@@ -49,7 +50,6 @@ class ScanPass : public MetadataVisitor {
   bool IsPytorchStack(uint64_t stack) { return owners_.Name(owners_.OwnerOf(stack)).slug == "pytorch"; }
   void After(const Event& event, const Outcome& outcome, uint64_t index) {
     if (phases_.active()) phases_.After(event, index, model_.timelines());
-    last_seq_ = event.seq;
     a_.info.NoteEventTime(event.time_ns);
     driver_.Before(event.seq, owners_);  // samples taken before this event see the owners' state without it
     owners_.Apply(event, outcome);
@@ -75,8 +75,11 @@ class ScanPass : public MetadataVisitor {
   PhaseTracker phases_{options_.phase_filter};
   AllocatorLayer layer_;
   AutogradPasses autograd_;
+  // Training and validation, looked for unless an earlier pass found them (then they are fed to phases_).
+  bool detect_phases_;
   StepPhaseDetector step_phases_;
-  uint64_t last_seq_ = 0;
+  // Per thread, the sequence number of its last PyTorch block row: a request's driver and segment rows come after.
+  absl::flat_hash_map<uint32_t, uint64_t> request_boundary_;
   absl::flat_hash_map<int32_t, uint32_t> passes_at_allocated_peak_;  // per device
   // The tensors live on `device` now, as the autograd judgement takes them.
   std::vector<AutogradTensor> LiveAutogradTensors(int32_t device) const;

@@ -82,13 +82,19 @@ void CachingAllocatorReplay::CollectGarbage() {
   if (reserved_ <= threshold) return;
   const uint64_t target = reserved_ - threshold;
   const uint64_t searches = gc_searches_[0];
+  // The mean age is over every cached block that is not split (an expandable segment's too); only those that are
+  // whole segments of their own are released.
+  auto unsplit = [&](const PoolKey& key) {
+    auto it = blocks_.find(std::get<2>(key));
+    return Prev(it) == blocks_.end() && Next(it) == blocks_.end();
+  };
   auto freeable = [&](const PoolKey& key) {
     const Block& b = blocks_.at(std::get<2>(key));
-    return IsWholeSegment(std::get<2>(key), b);
+    return !b.expandable && IsWholeSegment(std::get<2>(key), b);
   };
   uint64_t total_age = 0, count = 0;
   for (const PoolKey& key : large_pool_) {
-    if (freeable(key)) {
+    if (unsplit(key)) {
       total_age += searches - blocks_.at(std::get<2>(key)).gc_base;
       ++count;
     }

@@ -107,11 +107,20 @@ AllocatorConfig ParseAllocatorConfig(absl::string_view text) {
     } else if (key == "backend") {
       if (value == "cudaMallocAsync") c.cuda_malloc_async = true;
     } else if (key == "garbage_collection_threshold") {
+      // PyTorch refuses anything outside (0, 1); 0 here (a what-if's) turns it off.
       double threshold = 0;
-      if (absl::SimpleAtod(value, &threshold)) c.garbage_collection_threshold = threshold;
+      if (absl::SimpleAtod(value, &threshold) && threshold >= 0 && threshold < 1) {
+        c.garbage_collection_threshold = threshold;
+      } else {
+        c.unmodelled.push_back(key + ":" + value);
+      }
     } else if (key == "per_process_memory_fraction") {
       double fraction = 0;
-      if (absl::SimpleAtod(value, &fraction) && fraction > 0 && fraction <= 1) c.per_process_memory_fraction = fraction;
+      if (absl::SimpleAtod(value, &fraction) && fraction >= 0 && fraction <= 1) {
+        c.per_process_memory_fraction = fraction;
+      } else {
+        c.unmodelled.push_back(key + ":" + value);
+      }
     } else if (key == "max_non_split_rounding_mb") {
       uint64_t mb = 0;
       if (absl::SimpleAtoi(value, &mb) && mb < (uint64_t{1} << 44)) c.max_non_split_rounding = mb << 20;

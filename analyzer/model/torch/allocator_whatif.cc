@@ -54,7 +54,7 @@ struct DriverFigure {
   uint64_t total = 0;
 };
 
-// The tables that name a release's caller (ReleaseCaller). A base of InputPass, so that they exist before the
+// The tables that name a release's caller (ReleasedInRequest). A base of InputPass, so that they exist before the
 // MetadataVisitor that fills them.
 struct InputTables {
   TraceInfo info;
@@ -156,6 +156,8 @@ class InputPass : private InputTables, public MetadataVisitor {
   bool ReleasedInRequest(uint64_t stack) const {
     for (uint64_t pc : stacks.Pcs(stack)) {
       if (format::IsPythonFramePc(pc)) {
+        // A thread without Python frames (autograd's engine) cannot have called torch.cuda.empty_cache().
+        if (format::PythonFrameIdOfPc(pc) == format::kNoPythonFramesId) return true;
         const PythonFrameInfo* frame = python_frames.Find(format::PythonFrameIdOfPc(pc));
         if (frame == nullptr) continue;
         return symbols.String(frame->function) != "empty_cache";
@@ -218,7 +220,10 @@ class OutsideMemory {
 // The recorded run's driver: answers each request for memory as it was answered, and says where the replay differs.
 class RecordedDriver : public ReplayDriver {
  public:
-  RecordedDriver(const std::vector<Step>& steps, FidelityCheck* fidelity) : steps_(steps), fidelity_(fidelity) {
+  // `releases_show_cap`: cache released inside a request shows a cap's refusal (false when the recorded run also
+  // collected garbage under a cap the replay does not know: such a release says nothing of the cap).
+  RecordedDriver(const std::vector<Step>& steps, FidelityCheck* fidelity, bool releases_show_cap)
+      : steps_(steps), fidelity_(fidelity), releases_show_cap_(releases_show_cap) {
     for (size_t i = 0; i < steps.size(); ++i) {
       if (steps[i].IsOutcome()) outcomes_.push_back(i);
     }
@@ -230,7 +235,8 @@ class RecordedDriver : public ReplayDriver {
   }
   bool CapAllows(uint64_t reserved_now, uint64_t alloc_size) override {
     const Step* o = NextBefore();
-    if (o != nullptr && o->in_request && (o->kind == Step::kSegmentFree || o->kind == Step::kSegmentUnmap)) {
+    if (releases_show_cap_ && o != nullptr && o->in_request &&
+        (o->kind == Step::kSegmentFree || o->kind == Step::kSegmentUnmap)) {
       // The recorded allocator released cache inside this request with no refusal by the driver: a cap refused
       // reserved + the segment size, and releasing made room (a retry follows).
       NoteCapRefusal(reserved_now + alloc_size - 1);
@@ -340,6 +346,7 @@ class RecordedDriver : public ReplayDriver {
 
   const std::vector<Step>& steps_;
   FidelityCheck* fidelity_;
+  bool releases_show_cap_;
   std::vector<size_t> outcomes_;
   size_t cursor_ = 0;
   uint64_t serving_seq_ = 0;
@@ -596,7 +603,8 @@ WhatIf ReplayWhatIf(const ReplayInput& input, const WhatIfOptions& options) {
   w.unsupported = !unsupported.empty() ? unsupported : whatif_unsupported;
   if (!unsupported.empty()) return w;  // nothing can be checked against the recorded run
 
-  RecordedDriver recorded(steps, &w.fidelity);
+  const uint64_t recorded_cap = TorchFractionCap(recorded_config, w.recorded_capacity);
+  RecordedDriver recorded(steps, &w.fidelity, recorded_config.garbage_collection_threshold == 0 || recorded_cap != 0);
   Replay(steps, recorded_config, &recorded, &w.fidelity, nullptr, w.recorded_capacity);
   if (!w.fidelity.exact && recorded_config.garbage_collection_threshold > 0 &&
       TorchFractionCap(recorded_config, w.recorded_capacity) == 0) {
@@ -610,8 +618,11 @@ WhatIf ReplayWhatIf(const ReplayInput& input, const WhatIfOptions& options) {
   // A cap seen in the recorded run stays in every replay (it is the program's own setting), at each of its bounds;
   // a fraction in the settings gives it exactly.
   const FidelityCheck& f = w.fidelity;
-  const uint64_t recorded_cap = TorchFractionCap(recorded_config, w.recorded_capacity);
   const bool capped = f.capped_refusals > 0 && recorded_cap == 0;
+  if (capped && f.cap_low > f.cap_high) {
+    w.cap_bounds_agree = false;  // no single cap explains the run: nothing that depends on it is claimed
+    w.notes.push_back("the memory cap's bounds the run shows contradict each other: no what-if depends on it");
+  }
   auto same = [](const ReplayOutcome& a, const ReplayOutcome& b) {
     return a.oom == b.oom && a.failed_seq == b.failed_seq;
   };
@@ -642,7 +653,7 @@ WhatIf ReplayWhatIf(const ReplayInput& input, const WhatIfOptions& options) {
   w.whatif = Replay(steps, whatif_config, nullptr, nullptr, &model, w.capacity);
   if (whatif_capped) {
     CapacityDriver high(w.capacity, outside_memory, f.cap_high);
-    w.cap_bounds_agree = same(Replay(steps, whatif_config, nullptr, nullptr, &high, w.capacity), w.whatif);
+    w.cap_bounds_agree = w.cap_bounds_agree && same(Replay(steps, whatif_config, nullptr, nullptr, &high, w.capacity), w.whatif);
   }
   return w;
 }

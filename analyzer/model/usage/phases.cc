@@ -38,7 +38,6 @@ std::string PhaseFilter::Label() const {
 
 void PhaseTracker::Add(const PhaseInfo& phase) {
   seen_any_ = true;
-  if (phase.domain == kDetectedPhaseDomain) detected_ = true;
   auto at = std::upper_bound(queue_.begin(), queue_.end(), phase.after_seq,
                              [](uint64_t seq, const PhaseInfo& p) { return seq < p.after_seq; });
   queue_.insert(at, phase);

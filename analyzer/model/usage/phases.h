@@ -101,6 +101,11 @@ class PhaseTracker {
   // Whether the trace (or the analyzer, kDetectedPhaseDomain) gave any phase transition.
   bool seen_any() const { return seen_any_; }
   void Add(const PhaseInfo& phase);
+  // A transition the analyzer found itself (torch/step_phases.h): the results say the phases were detected.
+  void AddDetected(const PhaseInfo& phase) {
+    detected_ = true;
+    Add(phase);
+  }
   // Applies the transitions that happened before `event` (index = its replay position), then moves the
   // timelines' gate for the filter. Call before the memory model applies the event.
   void Before(const Event& event, uint64_t index, int64_t start_ns, Timelines& timelines);

@@ -15,14 +15,23 @@ constexpr uint64_t kForwardStacks = 100, kOptimizerStacks = 200, kEvalStacks = 3
 
 class TrainingRun {
  public:
-  // The program's allocations at stacks [first, first + n), in order; returns the seq of the first.
-  uint64_t Allocs(uint64_t first_stack, int n) {
+  // The program's requests at stacks [first, first + n), in order; returns the seq of the first. With
+  // `new_segment`, the first request makes a driver allocation and a segment row before its block.
+  uint64_t Allocs(uint64_t first_stack, int n, bool new_segment = false) {
+    const uint64_t boundary = seq_;
+    if (new_segment) seq_ += 2;
     const uint64_t first = seq_ + 1;
     for (int i = 0; i < n; ++i) {
       ++seq_;
-      detector_.OnProgramAlloc(seq_, static_cast<int64_t>(seq_) * 1000, 1, first_stack + i, epoch_);
+      detector_.OnProgramRequest(seq_, i == 0 ? boundary : seq_ - 1, static_cast<int64_t>(seq_) * 1000, 1,
+                                 first_stack + i, epoch_, false);
     }
     return first;
+  }
+  // A request that ran out of memory.
+  void Oom(uint64_t stack) {
+    ++seq_;
+    detector_.OnProgramRequest(seq_, seq_ - 1, static_cast<int64_t>(seq_) * 1000, 1, stack, epoch_, true);
   }
   // A training step: forward, backward (the engine's allocations are not the program's: only the epoch moves),
   // then the optimizer unless `accumulate`.
@@ -33,7 +42,7 @@ class TrainingRun {
     if (!accumulate) Allocs(kOptimizerStacks, 10);
   }
   uint64_t seq() const { return seq_; }
-  std::vector<PhaseInfo> Finish() { return detector_.Finish(epoch_, seq_, 0, static_cast<int64_t>(seq_) * 1000); }
+  std::vector<PhaseInfo> Finish() { return detector_.Finish(epoch_, 0); }
 
  private:
   StepPhaseDetector detector_;
@@ -77,11 +86,36 @@ TEST(StepPhases, TrainingThatResumesAfterTheLastValidationEndsWithTheTrace) {
   const uint64_t eval_end = run.seq();
   for (int i = 0; i < 3; ++i) run.TrainStep();
   const std::vector<std::string> got = Describe(run.Finish());
-  ASSERT_EQ(got.size(), 6u);
+  ASSERT_EQ(got.size(), 5u);  // the last range stays open: the tracker ends it with the trace
   EXPECT_EQ(got[2], "push validate@" + std::to_string(eval - 1));
   EXPECT_EQ(got[3], "pop@" + std::to_string(eval_end));
   EXPECT_EQ(got[4], "push train@" + std::to_string(eval_end));
-  EXPECT_EQ(got[5], "pop@" + std::to_string(run.seq()));
+}
+
+// Validation's first request needed a new segment: its driver and segment rows come before its block, and belong to
+// validation (the range begins before them), not to training.
+TEST(StepPhases, ARequestsSegmentRowsBelongToItsPhase) {
+  TrainingRun run;
+  for (int i = 0; i < 10; ++i) run.TrainStep();
+  const uint64_t before_segment = run.seq();
+  const uint64_t eval = run.Allocs(kEvalStacks, 40, /*new_segment=*/true);
+  ASSERT_EQ(eval, before_segment + 3);
+  const std::vector<std::string> got = Describe(run.Finish());
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[1], "pop@" + std::to_string(before_segment));
+  EXPECT_EQ(got[2], "push validate@" + std::to_string(before_segment));
+}
+
+// A validation that ran out of memory at its first batch is validation, however few requests it made.
+TEST(StepPhases, AValidationThatDiesEarlyIsStillValidation) {
+  TrainingRun run;
+  for (int i = 0; i < 20; ++i) run.TrainStep();
+  const uint64_t eval = run.Allocs(kEvalStacks, 5);
+  run.Oom(kEvalStacks + 5);
+  const std::vector<std::string> got = Describe(run.Finish());
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[2], "push validate@" + std::to_string(eval - 1));
+  EXPECT_EQ(got[3], "pop@" + std::to_string(run.seq()));
 }
 
 TEST(StepPhases, TrainingAloneHasNoPhases) {
@@ -115,7 +149,7 @@ TEST(StepPhases, AShortStretchOfRareCodeIsNotValidation) {
   run.Allocs(kLogStacks + 100, 40);  // at least half the median epoch (60 program allocations): validation
   for (int i = 0; i < 20; ++i) run.TrainStep();
   const std::vector<PhaseInfo> got = run.Finish();
-  ASSERT_EQ(got.size(), 6u);  // only the second stretch: train, validate, train
+  ASSERT_EQ(got.size(), 5u);  // only the second stretch: train, validate, train (open to the end)
   EXPECT_EQ(got[2].name, kValidatePhase);
 }
 
