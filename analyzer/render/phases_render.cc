@@ -24,7 +24,8 @@ void AppendPhasesText(const PhaseResults& phases, int64_t start_ns, std::string*
   if (phases.detected) {
     absl::StrAppendFormat(out,
                           "Peak per phase (no NVTX ranges; %s found by the analyzer: validation is code that runs "
-                          "between backward passes now and then, train the rest):\n",
+                          "between backward passes now and then, train the stretches with backward passes between "
+                          "them):\n",
                           Plural(phases.ranges.size(), "range", "ranges"));
   } else {
     absl::StrAppendFormat(out, "Peak per phase (NVTX ranges: %s%s):\n", Plural(phases.ranges.size(), "range", "ranges"),
