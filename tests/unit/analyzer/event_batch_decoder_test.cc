@@ -129,6 +129,45 @@ TEST(EventBatchDecoder, ExtremeDeltasDoNotOverflow) {
 }
 
 // Format version 2: thread and device as runs, the stack column over the rows whose api has a stack only.
+// From version 5 a segment given back (torch.segment_free 84, torch.segment_unmap 86) has a stack entry; before, it
+// has none, and the same columns read as version 4 must give it stack 0.
+TEST(EventBatchDecoder, Version5SegmentReleasesHaveAStack) {
+  // torch.alloc, torch.segment_free, torch.segment_unmap, torch.segment_alloc (never a stack)
+  const std::vector<uint32_t> api = {80, 84, 86, 83};
+  const std::vector<int64_t> zeros = {0, 0, 0, 0};
+  const std::vector<uint64_t> size = {10, 2097152, 2097152, 2097152};
+  const std::vector<uint64_t> stream = {0, 0, 0, 0};
+  const std::vector<uint64_t> v5_stack = {7, 8, 9};
+  const std::vector<uint64_t> v4_stack = {7};
+  const std::vector<uint32_t> thread = {1, 1, 1, 1};
+  const std::vector<int32_t> device = {0, 0, 0, 0};
+  BatchColumns c;
+  c.first_seq = 1;
+  c.time_delta_ns = zeros;
+  c.api = api;
+  c.address_delta = zeros;
+  c.size = size;
+  c.stream = stream;
+  c.thread = thread;
+  c.device = device;
+  std::vector<Event> out;
+  size_t rows = 0;
+  DecodeScratch scratch;
+  c.format_version = 5;
+  c.stack = v5_stack;
+  ASSERT_TRUE(DecodeEventBatch(c, &scratch, &out, &rows).ok());
+  EXPECT_EQ((std::vector<uint64_t>{out[0].stack, out[1].stack, out[2].stack, out[3].stack}),
+            (std::vector<uint64_t>{7, 8, 9, 0}));
+  c.format_version = 4;
+  c.stack = v4_stack;
+  ASSERT_TRUE(DecodeEventBatch(c, &scratch, &out, &rows).ok());
+  EXPECT_EQ((std::vector<uint64_t>{out[0].stack, out[1].stack, out[2].stack, out[3].stack}),
+            (std::vector<uint64_t>{7, 0, 0, 0}));
+  c.stack = v5_stack;  // a version 4 batch with entries for the releases: the column is too long
+  EXPECT_EQ(DecodeEventBatch(c, &scratch, &out, &rows).message(),
+            "event batch column stack has 3 entries for 1 rows with a stack");
+}
+
 TEST(EventBatchDecoder, Version2RunsAndStackRows) {
   // torch.alloc, torch.free (no stack), torch.alloc, torch.segment_alloc (no stack), cudaMalloc
   const std::vector<uint32_t> api = {80, 88, 80, 83, 40};
