@@ -43,7 +43,7 @@ void StepPhaseDetector::OnProgramRequest(uint64_t seq, uint64_t request_after_se
 
 void StepPhaseDetector::CloseCandidate(bool at_end) {
   open_ = false;
-  const bool kept = current_.rare >= kMinAllocs || (at_end && current_.failed);
+  const bool kept = current_.rare >= kMinAllocs || (at_end && current_.failed && current_.rare >= kMinFailedAllocs);
   if (kept && candidates_.size() < kMaxCandidates) candidates_.push_back(current_);
 }
 

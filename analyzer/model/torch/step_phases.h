@@ -8,7 +8,7 @@
 // so far (an epoch: the time between two passes beginning). Within one epoch, the rare allocations from the first
 // to the last are one candidate; a candidate of at least kMinAllocs rare allocations and at least half the median
 // epoch's program allocations (about one forward pass) is a "validate" range, and so is the last one when the trace
-// ends in it with a request that ran out of memory, however short. "train" is each stretch between them in which a
+// ends in it with a request that ran out of memory after at least kMinFailedAllocs rare requests. "train" is each stretch between them in which a
 // backward pass began, from the program's first request after validation (the first: from the start of the trace,
 // set-up included) to the next validation. Code that runs before, between or after them without a backward pass
 // (set-up, a checkpoint) belongs to the range around it; nothing checks that validation's code never runs in a
@@ -38,6 +38,9 @@ class StepPhaseDetector {
   static constexpr uint32_t kMinPasses = 8;
   static constexpr uint32_t kRareShare = 16;
   static constexpr uint64_t kMinAllocs = 32;
+  // A validation that ran out of memory at the trace's end needs this many rare requests (a forward pass's first
+  // layers), so that one odd request that fails is not called validation.
+  static constexpr uint64_t kMinFailedAllocs = 8;
 
   // A tensor request by a thread of the program (not autograd's engine), in replay order, with its epoch (the
   // backward passes begun before it). `request_after_seq`: a phase that begins with this request begins after that

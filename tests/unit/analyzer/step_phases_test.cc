@@ -110,12 +110,20 @@ TEST(StepPhases, ARequestsSegmentRowsBelongToItsPhase) {
 TEST(StepPhases, AValidationThatDiesEarlyIsStillValidation) {
   TrainingRun run;
   for (int i = 0; i < 20; ++i) run.TrainStep();
-  const uint64_t eval = run.Allocs(kEvalStacks, 5);
-  run.Oom(kEvalStacks + 5);
+  const uint64_t eval = run.Allocs(kEvalStacks, 10);  // a forward pass's first layers
+  run.Oom(kEvalStacks + 10);
   const std::vector<std::string> got = Describe(run.Finish());
   ASSERT_EQ(got.size(), 4u);
   EXPECT_EQ(got[2], "push validate@" + std::to_string(eval - 1));
   EXPECT_EQ(got[3], "pop@" + std::to_string(run.seq()));
+}
+
+// One odd request that fails after training (a request larger than the card) is not validation.
+TEST(StepPhases, OneFailedRequestIsNotValidation) {
+  TrainingRun run;
+  for (int i = 0; i < 20; ++i) run.TrainStep();
+  run.Oom(kEvalStacks);
+  EXPECT_TRUE(run.Finish().empty());
 }
 
 TEST(StepPhases, TrainingAloneHasNoPhases) {
