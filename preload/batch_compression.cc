@@ -2,7 +2,10 @@
 #include "preload/batch_compression.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
+
+#include <atomic>
 
 #include "preload/recorder_state.h"
 #include "preload/wire_encoder.h"
@@ -13,37 +16,42 @@ namespace {
 
 // The four functions of libzstd's stable API this needs.
 struct Zstd {
-  bool tried = false;
+  std::atomic<bool> loaded{false};  // set once by LoadBatchCompression, after everything below
   void* cctx = nullptr;
   size_t (*compress)(void* cctx, void* dst, size_t capacity, const void* src, size_t size, int level) = nullptr;
   size_t (*bound)(size_t size) = nullptr;
   unsigned (*is_error)(size_t code) = nullptr;
 };
-Zstd g_zstd;          // guarded by g_io_lock
-ByteBuffer g_scratch;  // the compressed batch, before it replaces the plain one
+Zstd g_zstd;
+ByteBuffer g_scratch;  // the compressed batch, before it replaces the plain one; guarded by g_io_lock
 
 // Level 1: zstd's fastest standard level; the writer keeps up with any event rate, and higher levels gained little
 // on PyTorch traces' columns.
 constexpr int kLevel = 1;
 constexpr size_t kScratchStart = size_t{1} << 20;
 
-bool LoadedIoLocked() {
-  if (g_zstd.tried) return g_zstd.cctx != nullptr;
-  g_zstd.tried = true;
-  if (!g_session.config.compress) return false;
+}  // namespace
+
+void LoadBatchCompression() {
+  if (g_zstd.loaded.load(std::memory_order_acquire) || !g_session.config.compress) return;
   void* lib = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) return false;
+  if (lib == nullptr) return;
   auto create = reinterpret_cast<void* (*)()>(dlsym(lib, "ZSTD_createCCtx"));
   g_zstd.compress = reinterpret_cast<decltype(g_zstd.compress)>(dlsym(lib, "ZSTD_compressCCtx"));
   g_zstd.bound = reinterpret_cast<decltype(g_zstd.bound)>(dlsym(lib, "ZSTD_compressBound"));
   g_zstd.is_error = reinterpret_cast<decltype(g_zstd.is_error)>(dlsym(lib, "ZSTD_isError"));
   if (create == nullptr || g_zstd.compress == nullptr || g_zstd.bound == nullptr || g_zstd.is_error == nullptr) {
-    return false;
+    return;
   }
-  if (!g_scratch.Init(kScratchStart)) return false;
+  pthread_mutex_lock(&g_locks.io);
+  const bool scratch = g_scratch.ok() || g_scratch.Init(kScratchStart);
+  pthread_mutex_unlock(&g_locks.io);
+  if (!scratch) return;
   g_zstd.cctx = create();
-  return g_zstd.cctx != nullptr;
+  if (g_zstd.cctx != nullptr) g_zstd.loaded.store(true, std::memory_order_release);
 }
+
+namespace {
 
 // A varint at `p` (before `end`): its value and length, or 0 when it is not one.
 size_t ReadVarint(const uint8_t* p, const uint8_t* end, uint64_t* value) {
@@ -60,7 +68,7 @@ constexpr uint8_t LengthTag(uint32_t field) { return static_cast<uint8_t>((field
 }  // namespace
 
 bool CompressEventBatchIoLocked(ByteBuffer* out, size_t packet_start) {
-  if (!LoadedIoLocked()) return true;
+  if (!g_zstd.loaded.load(std::memory_order_acquire)) return true;
   // The packet as WriteEventBatch wrote it: [TracePacket tag][length][events tag][length][EventBatch].
   const uint8_t* p = out->data() + packet_start;
   const uint8_t* end = out->data() + out->size();

@@ -175,6 +175,7 @@ void* FlusherMain(void*) {
   Self().in_recorder = 1;
   prctl(PR_SET_NAME, "cumemtrace");
   RetryPythonLookup();  // for a Python loaded between this library's constructor and the start of tracing
+  LoadBatchCompression();  // here, holding none of the preload's locks: dlopen takes the loader's lock
   pthread_mutex_lock(&g_locks.record);
   timespec deadline = NextFlushDeadline();
   while (!g_output.stop_flusher) {
