@@ -27,7 +27,8 @@ absl::StatusOr<std::unique_ptr<Analysis>> AnalyzeOnce(const std::string& path, c
     if (absl::Status s = ReadTrace(path, scan, &a.info.stats); !s.ok()) return s;
     pinned_done = scan.Finish();
   }
-  if (pinned_done) return analysis;
+  // Phases were found: this analysis is only the way to them (Analyze reads the trace again with them).
+  if (pinned_done || !a.detected_phases.empty()) return analysis;
 
   PinnedTracker tracker(a.info.StartNs(), a.info.DurationNs());
   PinnedPass pass(tracker, a.model.events);

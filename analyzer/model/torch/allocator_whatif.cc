@@ -606,12 +606,17 @@ WhatIf ReplayWhatIf(const ReplayInput& input, const WhatIfOptions& options) {
   const uint64_t recorded_cap = TorchFractionCap(recorded_config, w.recorded_capacity);
   RecordedDriver recorded(steps, &w.fidelity, recorded_config.garbage_collection_threshold == 0 || recorded_cap != 0);
   Replay(steps, recorded_config, &recorded, &w.fidelity, nullptr, w.recorded_capacity);
-  if (!w.fidelity.exact && recorded_config.garbage_collection_threshold > 0 &&
-      TorchFractionCap(recorded_config, w.recorded_capacity) == 0) {
-    w.notes.push_back(
-        "the recorded run has garbage_collection_threshold, whose collections depend on a per-process memory "
-        "fraction; one set from Python (torch.cuda.set_per_process_memory_fraction) is not in the trace, so the "
-        "replay cannot make them (set it as PYTORCH_CUDA_ALLOC_CONF's per_process_memory_fraction to record it)");
+  if (!w.fidelity.exact && recorded_config.garbage_collection_threshold > 0 && recorded_cap == 0) {
+    if (recorded_config.per_process_memory_fraction > 0 && w.recorded_capacity == 0) {
+      w.notes.push_back(
+          "the recorded run has garbage_collection_threshold under a per-process memory fraction, but the trace "
+          "holds no figure of the card's memory, so the cap (and the replay's collections) is unknown");
+    } else {
+      w.notes.push_back(
+          "the recorded run has garbage_collection_threshold, whose collections depend on a per-process memory "
+          "fraction; one set from Python (torch.cuda.set_per_process_memory_fraction) is not in the trace, so the "
+          "replay cannot make them (set it as PYTORCH_CUDA_ALLOC_CONF's per_process_memory_fraction to record it)");
+    }
   }
   if (w.recorded_capacity == 0 && !options.capacity.has_value()) return w;  // no capacity to model
 
