@@ -20,8 +20,8 @@
 // Under a per-process cap (a memory fraction) and garbage_collection_threshold, before new memory is asked for while
 // reserved is above that share of the cap: sweeps over the large pool's cached blocks in the pool's order, each
 // releasing every whole segment at least as old as the mean age of the unsplit blocks (age: the pool's searches
-// for a free block since the block was cached), until as much as reserved exceeds the share was released. Without a cap the
-// threshold does nothing (PyTorch applies it only under one).
+// for a free block since the block was cached), until as much as reserved exceeds the share was released. Without
+// a cap the threshold does nothing (PyTorch applies it only under one).
 //
 // Not restated (ReplayUnsupported says which, and nothing is claimed under them): CUDA graph pools and MemPools,
 // and requests on other devices (one replay per device).

@@ -658,7 +658,8 @@ WhatIf ReplayWhatIf(const ReplayInput& input, const WhatIfOptions& options) {
   w.whatif = Replay(steps, whatif_config, nullptr, nullptr, &model, w.capacity);
   if (whatif_capped) {
     CapacityDriver high(w.capacity, outside_memory, f.cap_high);
-    w.cap_bounds_agree = w.cap_bounds_agree && same(Replay(steps, whatif_config, nullptr, nullptr, &high, w.capacity), w.whatif);
+    const ReplayOutcome at_high = Replay(steps, whatif_config, nullptr, nullptr, &high, w.capacity);
+    w.cap_bounds_agree = w.cap_bounds_agree && same(at_high, w.whatif);
   }
   return w;
 }

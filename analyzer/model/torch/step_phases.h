@@ -8,9 +8,9 @@
 // so far (an epoch: the time between two passes beginning). Within one epoch, the rare allocations from the first
 // to the last are one candidate; a candidate of at least kMinAllocs rare allocations and at least half the median
 // epoch's program allocations (about one forward pass) is a "validate" range, and so is the last one when the trace
-// ends in it with a request that ran out of memory after at least kMinFailedAllocs rare requests. "train" is each stretch between them in which a
-// backward pass began, from the program's first request after validation (the first: from the start of the trace,
-// set-up included) to the next validation. Code that runs before, between or after them without a backward pass
+// ends in it with a request that ran out of memory after at least kMinFailedAllocs rare requests. "train" is each
+// stretch between them in which a backward pass began, from the program's first request after validation (the
+// first: from the start of the trace, set-up included) to the next validation. Code that runs before, between or after them without a backward pass
 // (set-up, a checkpoint) belongs to the range around it; nothing checks that validation's code never runs in a
 // training step too: it only has to be rare.
 //
