@@ -181,11 +181,20 @@ std::vector<AutogradTensor> ScanPass::LiveAutogradTensors(int32_t device) const 
   return live;
 }
 
+bool ScanPass::EngineThread(uint32_t thread) {
+  constexpr uint32_t kCachedThreads = 1 << 16;  // indexes are handed out from 0; a damaged one is looked up each time
+  if (thread >= kCachedThreads) return IsAutogradEngineThread(a_.info.ThreadName(thread));
+  if (thread >= engine_threads_.size()) engine_threads_.resize(thread + 1, -1);
+  int8_t& known = engine_threads_[thread];
+  if (known < 0) known = IsAutogradEngineThread(a_.info.ThreadName(thread)) ? 1 : 0;
+  return known == 1;
+}
+
 void ScanPass::ApplyTorch(const Event& event, uint64_t index) {
   a_.allocator.events = true;
   if (event.api != format::Api::kTorchFreeRequested) ++a_.allocator.replay_steps;
   if (format::IsTorchBlockAlloc(event.api)) {
-    const bool engine = IsAutogradEngineThread(a_.info.ThreadName(event.thread));
+    const bool engine = EngineThread(event.thread);
     const AutogradStamp stamp = autograd_.OnBlockAlloc(event.api, engine, event.thread, event.stack);
     layer_.SetAutograd(stamp);
     if (!engine && detect_phases_) {
@@ -193,7 +202,7 @@ void ScanPass::ApplyTorch(const Event& event, uint64_t index) {
                                     event.stack, stamp.epoch, false);
     }
   } else if (event.api == format::Api::kTorchOom && detect_phases_ &&
-             !IsAutogradEngineThread(a_.info.ThreadName(event.thread))) {
+             !EngineThread(event.thread)) {
     step_phases_.OnProgramRequest(event.seq, request_boundary_[event.thread], event.time_ns, event.thread,
                                   event.stack, autograd_.passes(), true);
   }

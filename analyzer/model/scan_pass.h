@@ -32,6 +32,10 @@ class ScanPass : public MetadataVisitor {
     for (const PhaseInfo& p : detected_phases) phases_.AddDetected(p);
   }
   void OnMemorySample(const MemorySample& sample) override { driver_.Add(sample, owners_); }
+  void OnThread(const ThreadInfo& thread) override {
+    MetadataVisitor::OnThread(thread);
+    if (thread.index < engine_threads_.size()) engine_threads_[thread.index] = -1;  // its name may have changed
+  }
   void OnPhase(const PhaseInfo& phase) override { phases_.Add(phase); }
   void OnAllocatorAttach(const AllocatorAttachInfo& attach) override;
   void OnEvent(const Event& event) override;
@@ -45,6 +49,8 @@ class ScanPass : public MetadataVisitor {
   void FinishLeaks();
   void FinishAllocator();
   void ApplyTorch(const Event& event, uint64_t index);
+  // The thread is one of autograd's engine threads (by its name, looked up once per thread, not per block).
+  bool EngineThread(uint32_t thread);
   // The allocator's state on `device` now, and what else holds that device's memory.
   TorchAtFailure AtFailure(int32_t device);
   bool IsPytorchStack(uint64_t stack) { return owners_.Name(owners_.OwnerOf(stack)).slug == "pytorch"; }
@@ -75,6 +81,7 @@ class ScanPass : public MetadataVisitor {
   PhaseTracker phases_{options_.phase_filter};
   AllocatorLayer layer_;
   AutogradPasses autograd_;
+  std::vector<int8_t> engine_threads_;  // by thread index: 1 an engine thread, 0 not, -1 not looked up yet
   // Training and validation, looked for unless an earlier pass found them (then they are fed to phases_).
   bool detect_phases_;
   StepPhaseDetector step_phases_;

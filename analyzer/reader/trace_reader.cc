@@ -10,11 +10,13 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "analyzer/reader/buffered_file.h"
+#include "analyzer/reader/delivery.h"
 #include "analyzer/reader/event_batch_decoder.h"
 #include "analyzer/reader/event_batch_wire.h"
 #include "analyzer/reader/reorder_window.h"
@@ -733,12 +735,16 @@ absl::Status Reader::HandleColumns(const BatchColumns& given, uint64_t offset) {
 
 }  // namespace
 
-absl::Status ReadTrace(const std::string& path, TraceVisitor& visitor, ReadStats* stats) {
+absl::Status ReadTrace(const std::string& path, TraceVisitor& visitor, ReadStats* stats, DeliveryThread thread) {
   ReadStats local;
   if (stats == nullptr) stats = &local;
   *stats = ReadStats();
-  Reader reader(path, visitor, stats);
-  absl::Status status = reader.Run();
+  const bool threaded = thread == DeliveryThread::kSecond ||
+                        (thread == DeliveryThread::kAuto && std::thread::hardware_concurrency() > 1);
+  if (!threaded) return Reader(path, visitor, stats).Run();
+  Delivery delivery(visitor);
+  absl::Status status = Reader(path, delivery, stats).Run();
+  delivery.Finish();
   return status;
 }
 

@@ -247,7 +247,13 @@ struct ReadStats {
 // trace of a newer format version. A damaged packet after the header costs that packet: the reader skips to the
 // next packet that verifies and counts the damage in `stats`. A damaged header costs only its own fields when the
 // trace holds a copy of it (header_copy packets): the copy stands in for it (`stats->header_recovered`).
-absl::Status ReadTrace(const std::string& path, TraceVisitor& visitor, ReadStats* stats);
+//
+// On a machine with more than one CPU (kAuto), the visitor's calls are made on a second thread while this one
+// decodes (delivery.h); the visitor sees the same metadata and events in the same order on one thread (events may
+// come in chunks of other sizes), which tests compare. Every call has been made when ReadTrace returns.
+enum class DeliveryThread { kAuto, kSame, kSecond };
+absl::Status ReadTrace(const std::string& path, TraceVisitor& visitor, ReadStats* stats,
+                       DeliveryThread thread = DeliveryThread::kAuto);
 
 }  // namespace cumemtrace::analyzer
 

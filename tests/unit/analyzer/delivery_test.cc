@@ -1,0 +1,152 @@
+// The reader's second thread (reader/delivery.h): a visitor called from it sees the same metadata and events, in
+// the same order, as one called on the reader's thread, and the same ReadStats come back; also when the trace is
+// damaged or cut off. Events are logged one by one: the chunks they come in may differ, and visitors must not rely
+// on them.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "analyzer/reader/trace_reader.h"
+#include "gtest/gtest.h"
+#include "tests/unit/analyzer/trace_builder.h"
+
+namespace cumemtrace::analyzer::test {
+namespace {
+
+using format::Api;
+
+// Every call, as one line.
+class CallLog : public TraceVisitor {
+ public:
+  void OnHeader(const TraceHeader& h) override { Add("header ", h.pid, " ", h.format_version); }
+  void OnDevice(const DeviceInfo& d) override { Add("device ", d.ordinal, " ", d.name, " ", d.total_memory); }
+  void OnThread(const ThreadInfo& t) override { Add("thread ", t.index, " ", t.tid, " ", t.name); }
+  void OnModule(const ModuleInfo& m) override { Add("module ", m.id, " ", m.path); }
+  void OnStackNode(const StackNode& n) override { Add("node ", n.id, " ", n.parent, " ", n.pc); }
+  void OnString(uint32_t id, const std::string& v) override { Add("string ", id, " ", v); }
+  void OnSymbol(const SymbolInfo& s) override { Add("symbol ", s.pc, " ", s.function); }
+  void OnPythonFrame(const PythonFrameInfo& f) override { Add("python ", f.id, " ", f.line); }
+  void OnMemorySample(const MemorySample& s) override { Add("sample ", s.device, " ", s.free_bytes, " ", s.after_seq); }
+  void OnNotice(const NoticeInfo& n) override { Add("notice ", n.message); }
+  void OnAllocatorAttach(const AllocatorAttachInfo& a) override { Add("attach ", a.after_seq, " ", a.config); }
+  void OnPhase(const PhaseInfo& p) override { Add("phase ", p.after_seq, " ", p.name); }
+  void OnGpuProcesses(const GpuProcessesInfo& g) override { Add("processes ", g.device, " ", g.processes.size()); }
+  void OnEvent(const Event& e) override {
+    Add("event ", e.seq, " ", e.time_ns, " ", static_cast<int>(e.api), " ", e.device, " ", e.address, " ", e.size,
+        " ", e.stack, " ", e.thread, " ", e.result);
+  }
+  void OnTrailer(const TrailerInfo& t) override { Add("trailer ", t.events); }
+
+  std::vector<std::string> lines;
+
+ private:
+  template <typename... T>
+  void Add(const T&... parts) {
+    lines.push_back(absl::StrCat(parts...));
+  }
+};
+
+struct Read {
+  absl::Status status;
+  ReadStats stats;
+  std::vector<std::string> lines;
+};
+
+Read ReadWith(const std::string& path, DeliveryThread thread) {
+  CallLog log;
+  Read r;
+  r.status = ReadTrace(path, log, &r.stats, thread);
+  r.lines = std::move(log.lines);
+  return r;
+}
+
+// Returns the read on the reader's thread.
+Read ExpectSameOnBothThreads(const std::string& path) {
+  const Read same = ReadWith(path, DeliveryThread::kSame);
+  const Read second = ReadWith(path, DeliveryThread::kSecond);
+  EXPECT_EQ(same.status, second.status) << path;
+  EXPECT_EQ(same.lines, second.lines) << path;
+  EXPECT_EQ(same.stats.events, second.stats.events);
+  EXPECT_EQ(same.stats.packets, second.stats.packets);
+  EXPECT_EQ(same.stats.late_events, second.stats.late_events);
+  EXPECT_EQ(same.stats.unknown_api_events, second.stats.unknown_api_events);
+  EXPECT_EQ(same.stats.damaged_packets, second.stats.damaged_packets);
+  EXPECT_EQ(same.stats.truncated, second.stats.truncated);
+  EXPECT_EQ(same.stats.truncated_at, second.stats.truncated_at);
+  return same;
+}
+
+// A trace long enough to fill several of the second thread's chunks, with metadata between every batch (threads
+// renamed, strings, stack nodes, samples, phases) and events that arrive after larger-numbered ones; `garbage`
+// puts bytes that are no packet before the seventh batch.
+TraceBuilder LongTrace(bool garbage = false) {
+  TraceBuilder b;
+  b.Header().Device(0, "H100", uint64_t{80} << 30).Thread(0, 100, "python");
+  uint64_t seq = 1;
+  for (int batch = 0; batch < 12; ++batch) {
+    std::vector<Ev> events;
+    for (int i = 0; i < 3000; ++i, ++seq) {
+      const uint64_t address = 0x7f0000000000 + (seq % 977) * 0x1000;
+      events.push_back(seq % 2 == 1 ? Alloc(seq, static_cast<double>(seq) * 0.01, address, 4096 + seq % 64, 1)
+                                    : Free(seq, static_cast<double>(seq) * 0.01, address - 0x1000 * 0));
+    }
+    // Two events a batch late: their numbers belong to this batch, they reach the file with the next one.
+    if (batch % 3 == 1) std::swap(events[10], events[2990]);
+    if (garbage && batch == 6) b.Raw("\x07garbage");
+    b.Events(events);
+    b.Thread(static_cast<uint32_t>(batch % 3), 100 + batch, absl::StrCat("worker-", batch));
+    b.Strings(static_cast<uint32_t>(1 + batch * 2), {absl::StrCat("s", batch), absl::StrCat("t", batch)});
+    b.StackNodes(static_cast<uint64_t>(1 + batch), {0}, {static_cast<uint64_t>(0x1000 + batch)});
+    b.MemorySample(0, uint64_t{70} << 30, uint64_t{80} << 30, seq - 1);
+    format::Packet phase;
+    phase.mutable_phase()->set_after_seq(seq - 1);
+    phase.mutable_phase()->set_kind(format::Phase::MARK);
+    phase.mutable_phase()->set_name(absl::StrCat("step ", batch));
+    b.Packet(phase);
+  }
+  b.Trailer(seq - 1, kStartNs + 1'000'000'000);
+  return b;
+}
+
+TEST(Delivery, SecondThreadSeesWhatTheReadersThreadSees) {
+  const TraceBuilder b = LongTrace();
+  const std::string path = b.Write("delivery_long.pb");
+  const Read same = ReadWith(path, DeliveryThread::kSame);
+  ASSERT_TRUE(same.status.ok()) << same.status;
+  ASSERT_EQ(same.stats.events, 36000u);
+  EXPECT_GT(same.lines.size(), 36000u + 12 * 6);
+  ExpectSameOnBothThreads(path);
+}
+
+TEST(Delivery, SameOnBothThreadsWhenCutOffOrDamaged) {
+  const TraceBuilder b = LongTrace();
+  const std::string& bytes = b.bytes();
+  // Cut in the middle (the packet cut is lost), and bytes that are no packet between two (skipped).
+  const Read cut = ExpectSameOnBothThreads(WriteTempFile("delivery_cut.pb", bytes.substr(0, bytes.size() / 2)));
+  EXPECT_TRUE(cut.stats.truncated);
+  EXPECT_GT(cut.stats.events, 0u);
+  const Read skipped = ExpectSameOnBothThreads(LongTrace(/*garbage=*/true).Write("delivery_damaged.pb"));
+  EXPECT_EQ(skipped.stats.damaged_packets, 1u);
+  EXPECT_EQ(skipped.stats.events, 36000u);  // the garbage is skipped, every packet after it read
+  // Not a trace: the same error, and no call.
+  const std::string text = WriteTempFile("delivery_text.pb", "not a trace at all\n");
+  EXPECT_FALSE(ReadWith(text, DeliveryThread::kSecond).status.ok());
+  EXPECT_TRUE(ReadWith(text, DeliveryThread::kSecond).lines.empty());
+  ExpectSameOnBothThreads(text);
+}
+
+// Every real trace in examples/ (PyTorch, CuPy, JAX, CUDA C++; several formats; NVTX phases; an OOM).
+TEST(Delivery, SameOnBothThreadsForEveryExample) {
+  int traces = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(CUMEMTRACE_EXAMPLES_DIR)) {
+    if (entry.path().extension() != ".pb") continue;
+    const Read same = ExpectSameOnBothThreads(entry.path().string());
+    EXPECT_TRUE(same.status.ok()) << entry.path() << ": " << same.status;
+    ++traces;
+  }
+  EXPECT_GE(traces, 10);
+}
+
+}  // namespace
+}  // namespace cumemtrace::analyzer::test
