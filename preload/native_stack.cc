@@ -8,6 +8,7 @@
 
 #include "preload/config.h"
 #include "preload/module_map.h"
+#include "preload/unwind_memo.h"
 
 namespace cumemtrace::preload {
 namespace {
@@ -32,6 +33,7 @@ void NoteOwnFrames(int own) {
 void InitNativeStacks() {
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   OwnModuleRange();  // found now, outside any hook's hot path
+  InitUnwindMemo();
 }
 
 int OutermostFramesKept(int max_depth) { return max_depth < 4 ? 0 : max_depth / 4; }
@@ -124,12 +126,9 @@ __attribute__((noinline)) int CaptureDeepStack(uintptr_t* pcs, int max_depth, ui
   return WalkDeepStack(pcs, max_depth, dropped);
 }
 
-}  // namespace
-
-int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated, uint32_t* dropped, bool keep_outermost) {
-  *truncated = false;
-  *dropped = 0;
-  if (max_depth <= 0) return 0;
+// The unwind itself (CaptureStack without the memo).
+__attribute__((noinline)) int UnwindStack(uintptr_t* pcs, int max_depth, bool* truncated, uint32_t* dropped,
+                                          bool keep_outermost) {
   void* raw[kMaxStackDepth + kMaxOwnFrames + 1];
   const int full = max_depth + kMaxOwnFrames + 1;
   const int margin = g_own_frames_seen.load(std::memory_order_relaxed);
@@ -159,6 +158,43 @@ int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated, uint32_t* dropp
     *truncated = *dropped > 0;
     return deep;
   }
+  return count;
+}
+
+bool SameStack(const uintptr_t* a, int a_count, bool a_truncated, const uintptr_t* b, int b_count,
+               bool b_truncated) {
+  if (a_count != b_count || a_truncated != b_truncated) return false;
+  for (int i = 0; i < a_count; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated, uint32_t* dropped, bool keep_outermost) {
+  *truncated = false;
+  *dropped = 0;
+  if (max_depth <= 0) return 0;
+  // Where this call lies on the thread's stack: the same place and the same frames above it make the same stack.
+  volatile char place_marker = 0;
+  const uintptr_t place = reinterpret_cast<uintptr_t>(&place_marker);
+  const int remembered = UnwindMemoLookup(place, max_depth, keep_outermost, pcs, truncated, dropped);
+  if (remembered >= 0) {
+    if (UnwindMemoModeNow() != UnwindMemoMode::kCheck) return remembered;
+    uintptr_t unwound[kMaxStackDepth];
+    bool unwound_truncated = false;
+    uint32_t unwound_dropped = 0;
+    const int count = UnwindStack(unwound, max_depth, &unwound_truncated, &unwound_dropped, keep_outermost);
+    if (count >= 0 && SameStack(pcs, remembered, *truncated, unwound, count, unwound_truncated)) return remembered;
+    UnwindMemoNoteMismatch();
+    if (count > 0) memcpy(pcs, unwound, sizeof(uintptr_t) * static_cast<size_t>(count));
+    *truncated = unwound_truncated;
+    *dropped = unwound_dropped;
+    return count;
+  }
+  const int count = UnwindStack(pcs, max_depth, truncated, dropped, keep_outermost);
+  UnwindMemoLearn(place, max_depth, keep_outermost, pcs, count, *truncated, *dropped);
   return count;
 }
 

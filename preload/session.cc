@@ -14,6 +14,7 @@
 #include "preload/exit_notice.h"
 #include "preload/gpu_processes.h"
 #include "preload/log.h"
+#include "preload/unwind_memo.h"
 #include "preload/native_stack.h"
 #include "preload/python_frames.h"
 #include "preload/recorder.h"
@@ -157,6 +158,7 @@ void FinishTrace() {
   RefreshModules();
   RetryPythonLookup();  // a Python loaded since the last flush still gets its notice
   NoteTorchTrackerAtEnd(g_session.config.torch_blocks);
+  UnwindMemoReport();
   pthread_mutex_lock(&g_locks.record);
   if (g_session.running()) {
     g_output.stop_flusher = true;

@@ -348,6 +348,32 @@ TEST(E2eConfig, StackDepthBoundsTheRecordedFrames) {
   if (!testing::Test::HasFailure()) RemoveRunDir(run);
 }
 
+// CUMEMTRACE_UNWIND_MEMO=check: every stack taken from the memo (preload/unwind_memo.h) is unwound as well and
+// compared; four threads allocating from their loops take most of their stacks from it, and none differs.
+TEST(E2eConfig, RememberedStacksAreTheUnwindersStacks) {
+  const RunResult run = RunProgram({.program = "storm",
+                                    .env = {{"CUMEMTRACE_UNWIND_MEMO", "check"}},
+                                    .args = {"threads", "4", "3000"}});
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  std::ifstream stderr_file(run.dir + "/stderr.txt");
+  const std::string err((std::istreambuf_iterator<char>(stderr_file)), std::istreambuf_iterator<char>());
+  unsigned long long remembered = 0, taken = 0, unwound = 0, differed = 1;
+  const size_t at = err.find("unwind memo check: ");
+  ASSERT_NE(at, std::string::npos) << run.Describe();
+  ASSERT_EQ(sscanf(err.c_str() + at,
+                   "unwind memo check: %llu stacks remembered, %llu taken from the memo, %llu unwound, %llu memo",
+                   &remembered, &taken, &unwound, &differed),
+            4)
+      << err;
+  EXPECT_EQ(differed, 0u) << err;
+  EXPECT_GT(remembered, 0u);
+  EXPECT_GT(taken, 10000u) << err;  // 12000 allocations, from four loops
+  EXPECT_GE(taken + unwound, 12000u) << err;
+  const CollectedTrace trace = CollectTrace(run.trace_path);
+  ASSERT_TRUE(trace.status.ok()) << trace.status << "\n" << run.Describe();
+  if (!testing::Test::HasFailure()) RemoveRunDir(run);
+}
+
 // A trace that cannot be written: one warning on stderr, and the program runs as if untraced.
 TEST(E2eConfig, UnwritableOutputWarnsOnceAndTheProgramRunsOn) {
   const RunResult run =
