@@ -32,16 +32,21 @@ constexpr uint32_t kSparseLearning = 16;
 constexpr uint32_t kLearningWindow = 4096;
 
 struct Entry {
-  uintptr_t place;  // 0: empty
-  int16_t max_depth;
-  bool keep_outermost;
   bool truncated;
   int16_t count;
   uintptr_t pcs[kMemoFrames];
   uint32_t slots[kMemoFrames];  // where pcs[i] lies on the stack: place + slots[i]
 };
 
+// What a way holds, apart from its entry, so that a lookup reads one cache line to find the ways of its place.
+struct Tag {
+  uintptr_t place;  // 0: empty
+  int16_t max_depth;
+  bool keep_outermost;
+};
+
 struct Set {
+  Tag tags[kWays];
   Entry ways[kWays];
   uint32_t next;  // the way the next entry replaces (round robin)
 };
@@ -86,10 +91,9 @@ Set& SetFor(Table& table, uintptr_t place) {
   return table.sets[((static_cast<uint64_t>(place) >> 3) * 0x9e3779b97f4a7c15ull) >> (64 - kSetBits)];
 }
 
-bool Holds(const Entry& e, uintptr_t place, int max_depth, bool keep_outermost) {
-  if (e.place != place || e.max_depth != max_depth || e.keep_outermost != keep_outermost || e.count <= 0) {
-    return false;
-  }
+// The entry's frames are in their slots (its tag was checked).
+bool Holds(const Entry& e, uintptr_t place) {
+  if (e.count <= 0) return false;
   for (int i = 0; i < e.count; ++i) {
     if (*reinterpret_cast<const uintptr_t*>(place + e.slots[i]) != e.pcs[i]) return false;
   }
@@ -127,8 +131,11 @@ int UnwindMemoLookup(uintptr_t place, int max_depth, bool keep_outermost, uintpt
   if (table == nullptr) return -1;
   Judge(*table);
   Set& set = SetFor(*table, place);
-  for (const Entry& e : set.ways) {
-    if (!Holds(e, place, max_depth, keep_outermost)) continue;
+  for (int way = 0; way < kWays; ++way) {
+    const Tag& tag = set.tags[way];
+    if (tag.place != place || tag.max_depth != max_depth || tag.keep_outermost != keep_outermost) continue;
+    const Entry& e = set.ways[way];
+    if (!Holds(e, place)) continue;
     memcpy(pcs, e.pcs, sizeof(uintptr_t) * static_cast<size_t>(e.count));
     *truncated = e.truncated;
     *dropped = 0;
@@ -175,10 +182,9 @@ void UnwindMemoLearn(uintptr_t place, int max_depth, bool keep_outermost, const 
   }
   if (program != count) return;
   Set& set = SetFor(*t_table, place);
-  Entry& e = set.ways[set.next++ % kWays];
-  e.place = place;
-  e.max_depth = static_cast<int16_t>(max_depth);
-  e.keep_outermost = keep_outermost;
+  const uint32_t way = set.next++ % kWays;
+  set.tags[way] = Tag{place, static_cast<int16_t>(max_depth), keep_outermost};
+  Entry& e = set.ways[way];
   e.truncated = truncated;
   e.count = static_cast<int16_t>(count);
   memcpy(e.pcs, pcs, sizeof(uintptr_t) * static_cast<size_t>(count));
