@@ -71,6 +71,8 @@ WORKLOADS = {
     "nvtx_phases": ("nvtx_phases.py", {"NVTX_INJECTION64_PATH": "{preload}"}, [], 120),
     # Training and validation without NVTX ranges (test_detected_phases.py): the analyzer finds them.
     "train_validate": ("train_validate.py", {}, [], 120),
+    # The unwind memo checked against libunwind on every stack it gives (test_unwind_memo.py).
+    "unwind_memo_check": ("blocks_train.py", {"CUMEMTRACE_UNWIND_MEMO": "check"}, [], 240),
     # Cold TorchInductor and Triton caches for each run ({work} and {tag} are filled in per run).
     "graphs_compile": ("graphs_compile.py", {"TORCHINDUCTOR_COMPILE_THREADS": "1",
                                              "TORCHINDUCTOR_CACHE_DIR": "{work}/cache_inductor_{tag}",
