@@ -1,5 +1,6 @@
-// Native stacks with libunwind's unw_backtrace (fast path with a per-thread cache). Frames inside
-// libcumemtrace.so itself are left out, so a stack reads as if the program called CUDA directly.
+// Native stacks with libunwind's unw_backtrace (fast path with a per-thread cache), or from the unwind memo when
+// the thread took the same stack from the same place before (unwind_memo.h). Frames inside libcumemtrace.so itself
+// are left out, so a stack reads as if the program called CUDA directly.
 #ifndef CUMEMTRACE_PRELOAD_NATIVE_STACK_H_
 #define CUMEMTRACE_PRELOAD_NATIVE_STACK_H_
 

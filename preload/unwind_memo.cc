@@ -91,7 +91,8 @@ Set& SetFor(Table& table, uintptr_t place) {
   return table.sets[((static_cast<uint64_t>(place) >> 3) * 0x9e3779b97f4a7c15ull) >> (64 - kSetBits)];
 }
 
-// The entry's frames are in their slots (its tag was checked).
+// The entry's frames are in their slots (its tag was checked). Slots are read innermost first and the first that
+// differs ends the check: another stack is read no further than its first difference, never past its own frames.
 bool Holds(const Entry& e, uintptr_t place) {
   if (e.count <= 0) return false;
   for (int i = 0; i < e.count; ++i) {
@@ -183,12 +184,17 @@ void UnwindMemoLearn(uintptr_t place, int max_depth, bool keep_outermost, const 
   if (program != count) return;
   Set& set = SetFor(*t_table, place);
   const uint32_t way = set.next++ % kWays;
-  set.tags[way] = Tag{place, static_cast<int16_t>(max_depth), keep_outermost};
+  // The tag last: a lookup never finds an entry half written (the recorder does not run inside itself; should a
+  // signal handler's lookup on this thread come between, it finds no tag).
+  set.tags[way].place = 0;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   Entry& e = set.ways[way];
   e.truncated = truncated;
   e.count = static_cast<int16_t>(count);
   memcpy(e.pcs, pcs, sizeof(uintptr_t) * static_cast<size_t>(count));
   memcpy(e.slots, slots, sizeof(uint32_t) * static_cast<size_t>(count));
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  set.tags[way] = Tag{place, static_cast<int16_t>(max_depth), keep_outermost};
   ++t_table->entries;
   if (Counting()) g_entries.fetch_add(1, std::memory_order_relaxed);
 }
