@@ -17,7 +17,8 @@ command=${COMMAND:-summary}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-rows=$("$1" summary --json "$trace" | python3 -c 'import json, sys; print(json.load(sys.stdin)["health"]["events_read"])')
+rows=$("$1" summary --json "$trace" |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["health"]["events_read"])')
 
 for i in $(seq "$reps"); do
   n=0

@@ -19,7 +19,7 @@ namespace {
 // Frames an entry holds: CUMEMTRACE_STACK_DEPTH's default (64) and the PyTorch depth (16) fit; deeper requests
 // are unwound every time.
 constexpr int kMemoFrames = 64;
-// Entries by the place's hash: kSets sets of kWays. Several stacks can share a place (call paths whose frames add
+// Entries by the place's hash: 2^kSetBits sets of kWays. Several stacks can share a place (call paths whose frames add
 // up to the same size): they take ways of one set, and a lookup tries each of them.
 constexpr uint32_t kSetBits = 4;
 constexpr int kWays = 16;
@@ -101,7 +101,8 @@ bool Holds(const Entry& e, uintptr_t place) {
   return true;
 }
 
-// Ends a window of lookups: entries that were not taken make misses make entries sparsely.
+// Ends a window of lookups: when the entries made in it were taken fewer than four times each, misses make entries
+// only sparsely in the next.
 void Judge(Table& t) {
   if (++t.lookups < kLearningWindow) return;
   t.sparse = t.hits < t.entries * 4;
@@ -117,9 +118,10 @@ void InitUnwindMemo() {
   UnwindMemoMode mode = UnwindMemoMode::kOn;
   if (value != nullptr && strcmp(value, "0") == 0) mode = UnwindMemoMode::kOff;
   if (value != nullptr && strcmp(value, "check") == 0) mode = UnwindMemoMode::kCheck;
-  if (mode != UnwindMemoMode::kOff && pthread_key_create(&g_cleanup_key, UnmapTable) != 0) {
-    mode = UnwindMemoMode::kOff;  // no way to free a thread's table when it exits
-  }
+  // Once per process (a forked child that traces starts again): the key's destructor frees a table at thread exit.
+  static bool key_created = false;
+  if (mode != UnwindMemoMode::kOff && !key_created) key_created = pthread_key_create(&g_cleanup_key, UnmapTable) == 0;
+  if (!key_created) mode = UnwindMemoMode::kOff;  // no way to free a thread's table when it exits
   g_mode.store(mode, std::memory_order_relaxed);
 }
 

@@ -16,9 +16,10 @@
 // returned whole (or cut to their innermost frames) are kept: one that drops frames in the middle depends on frames
 // the slots do not cover.
 //
-// Tables are per thread (a slot address means nothing on another thread's stack), made on the thread's first entry
-// (mmap, about 130 KiB) and unmapped when it exits. CUMEMTRACE_UNWIND_MEMO=0 turns the memo off; =check unwinds
-// every stack as well and counts the entries that would have given another stack (said at exit; expected: none).
+// Tables are per thread (a slot address means nothing on another thread's stack), made on the thread's first stack
+// (mmap, about 200 KiB, of which only the entries used are touched) and unmapped when it exits.
+// CUMEMTRACE_UNWIND_MEMO=0 turns the memo off; =check unwinds every stack as well and counts the entries that would
+// have given another stack (said at exit; expected: none).
 #ifndef CUMEMTRACE_PRELOAD_UNWIND_MEMO_H_
 #define CUMEMTRACE_PRELOAD_UNWIND_MEMO_H_
 
