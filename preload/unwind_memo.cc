@@ -38,7 +38,8 @@ struct Entry {
   uint32_t slots[kMemoFrames];  // where pcs[i] lies on the stack: place + slots[i]
 };
 
-// What a way holds, apart from its entry, so that a lookup reads one cache line to find the ways of its place.
+// What a way holds, apart from its entry, so that a lookup finds the ways of its place in the set's tags (256
+// bytes) before it touches an entry (almost 800).
 struct Tag {
   uintptr_t place;  // 0: empty
   int16_t max_depth;
