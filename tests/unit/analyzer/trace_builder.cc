@@ -3,11 +3,40 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
+#include <mutex>
+#include <vector>
 
 #include "gtest/gtest.h"
 
 namespace cumemtrace::analyzer::test {
+namespace {
+
+// The files WriteTempFile made, removed when the test process ends unless a test failed (then they are what to
+// look at): thousands of runs must not fill the temp folder.
+class TempFiles {
+ public:
+  ~TempFiles() {
+    if (::testing::UnitTest::GetInstance()->Failed()) return;
+    for (const std::string& path : paths_) std::remove(path.c_str());
+  }
+  void Add(const std::string& path) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    paths_.push_back(path);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::string> paths_;
+};
+
+TempFiles& MadeFiles() {
+  static TempFiles files;
+  return files;
+}
+
+}  // namespace
 
 Ev Alloc(uint64_t seq, double t_ms, uint64_t address, uint64_t size, uint64_t stack, format::Api api,
          int32_t device, uint32_t thread) {
@@ -64,6 +93,7 @@ std::string WriteTempFile(const std::string& name, const std::string& bytes) {
   const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_" + name;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  MadeFiles().Add(path);
   return path;
 }
 

@@ -120,7 +120,8 @@ inline constexpr uint64_t PyPc(uint64_t id) { return format::PcOfPythonFrameId(i
 // One packet framed as Trace.packet (tag 0x0a, varint length, bytes).
 std::string Frame(const format::Packet& packet);
 std::string Varint(uint64_t value);
-// Writes `bytes` to a fresh file under the test temp directory; returns its path.
+// Writes `bytes` to a fresh file under the test temp directory; returns its path. The file is removed when the test
+// process ends, unless a test failed.
 std::string WriteTempFile(const std::string& name, const std::string& bytes);
 
 }  // namespace cumemtrace::analyzer::test
