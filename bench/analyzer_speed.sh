@@ -12,6 +12,7 @@ if [[ $# -lt 2 ]]; then
 fi
 trace=$1
 shift
+[[ -f $trace ]] || { echo "$0: no trace at $trace" >&2; exit 2; }
 reps=${REPS:-7}
 command=${COMMAND:-summary}
 work=$(mktemp -d)

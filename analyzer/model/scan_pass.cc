@@ -182,10 +182,7 @@ std::vector<AutogradTensor> ScanPass::LiveAutogradTensors(int32_t device) const 
 }
 
 bool ScanPass::EngineThread(uint32_t thread) {
-  constexpr uint32_t kCachedThreads = 1 << 16;  // indexes are handed out from 0; a damaged one is looked up each time
-  if (thread >= kCachedThreads) return IsAutogradEngineThread(a_.info.ThreadName(thread));
-  if (thread >= engine_threads_.size()) engine_threads_.resize(thread + 1, -1);
-  int8_t& known = engine_threads_[thread];
+  int8_t& known = Thread(thread).engine;
   if (known < 0) known = IsAutogradEngineThread(a_.info.ThreadName(thread)) ? 1 : 0;
   return known == 1;
 }
@@ -198,17 +195,16 @@ void ScanPass::ApplyTorch(const Event& event, uint64_t index) {
     const AutogradStamp stamp = autograd_.OnBlockAlloc(event.api, engine, event.thread, event.stack);
     layer_.SetAutograd(stamp);
     if (!engine && detect_phases_) {
-      step_phases_.OnProgramRequest(event.seq, request_boundary_[event.thread], event.time_ns, event.thread,
+      step_phases_.OnProgramRequest(event.seq, Thread(event.thread).request_boundary, event.time_ns, event.thread,
                                     event.stack, stamp.epoch, false);
     }
-  } else if (event.api == format::Api::kTorchOom && detect_phases_ &&
-             !EngineThread(event.thread)) {
-    step_phases_.OnProgramRequest(event.seq, request_boundary_[event.thread], event.time_ns, event.thread,
+  } else if (event.api == format::Api::kTorchOom && detect_phases_ && !EngineThread(event.thread)) {
+    step_phases_.OnProgramRequest(event.seq, Thread(event.thread).request_boundary, event.time_ns, event.thread,
                                   event.stack, autograd_.passes(), true);
   }
   if (detect_phases_ && (format::IsTorchBlockAlloc(event.api) || event.api == format::Api::kTorchOom ||
                          event.info->space == format::Space::kTorchBlock)) {
-    request_boundary_[event.thread] = event.seq;  // the thread's next request begins after this
+    Thread(event.thread).request_boundary = event.seq;  // the thread's next request begins after this
   }
   layer_.Apply(event, index);
   if (format::IsTorchBlockAlloc(event.api)) {

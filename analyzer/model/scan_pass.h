@@ -34,7 +34,7 @@ class ScanPass : public MetadataVisitor {
   void OnMemorySample(const MemorySample& sample) override { driver_.Add(sample, owners_); }
   void OnThread(const ThreadInfo& thread) override {
     MetadataVisitor::OnThread(thread);
-    if (thread.index < engine_threads_.size()) engine_threads_[thread.index] = -1;  // its name may have changed
+    Thread(thread.index).engine = -1;  // its name may have changed
   }
   void OnPhase(const PhaseInfo& phase) override { phases_.Add(phase); }
   void OnAllocatorAttach(const AllocatorAttachInfo& attach) override;
@@ -49,6 +49,19 @@ class ScanPass : public MetadataVisitor {
   void FinishLeaks();
   void FinishAllocator();
   void ApplyTorch(const Event& event, uint64_t index);
+  // What the scan keeps per thread, found by index for every PyTorch event (a vector, not a hash map: thread
+  // indexes are handed out from 0; an index past kIndexedThreads, which only damage makes, goes to a map).
+  struct ThreadScan {
+    int8_t engine = -1;  // 1: one of autograd's engine threads (by its name), 0: not, -1: not looked up yet
+    uint64_t request_boundary = 0;  // the sequence number of its last PyTorch block row: a request's driver and
+                                    // segment rows come after it
+  };
+  static constexpr uint32_t kIndexedThreads = 1 << 16;
+  ThreadScan& Thread(uint32_t thread) {
+    if (thread >= kIndexedThreads) return far_threads_[thread];
+    if (thread >= threads_.size()) threads_.resize(thread + 1);
+    return threads_[thread];
+  }
   // The thread is one of autograd's engine threads (by its name, looked up once per thread, not per block).
   bool EngineThread(uint32_t thread);
   // The allocator's state on `device` now, and what else holds that device's memory.
@@ -81,12 +94,11 @@ class ScanPass : public MetadataVisitor {
   PhaseTracker phases_{options_.phase_filter};
   AllocatorLayer layer_;
   AutogradPasses autograd_;
-  std::vector<int8_t> engine_threads_;  // by thread index: 1 an engine thread, 0 not, -1 not looked up yet
+  std::vector<ThreadScan> threads_;  // by thread index
+  absl::flat_hash_map<uint32_t, ThreadScan> far_threads_;
   // Training and validation, looked for unless an earlier pass found them (then they are fed to phases_).
   bool detect_phases_;
   StepPhaseDetector step_phases_;
-  // Per thread, the sequence number of its last PyTorch block row: a request's driver and segment rows come after.
-  absl::flat_hash_map<uint32_t, uint64_t> request_boundary_;
   absl::flat_hash_map<int32_t, uint32_t> passes_at_allocated_peak_;  // per device
   // The tensors live on `device` now, as the autograd judgement takes them.
   std::vector<AutogradTensor> LiveAutogradTensors(int32_t device) const;
