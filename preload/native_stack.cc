@@ -13,9 +13,6 @@
 namespace cumemtrace::preload {
 namespace {
 
-// Our own frames in a stack (recorder, hooks, wrappers): never more than this many.
-constexpr int kMaxOwnFrames = 16;
-
 // The most frames of ours seen in one stack so far (a handful: the recorder and hook frames above the caller, and
 // a runtime hook's frame in the middle). A stack is unwound to max_depth + this + 1 frames, not max_depth +
 // kMaxOwnFrames + 1: the frames past what is kept cost as much to unwind as the kept ones. A path with more of our
@@ -179,15 +176,16 @@ int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated, uint32_t* dropp
   // Where this call lies on the thread's stack: the same place and the same frames above it make the same stack.
   volatile char place_marker = 0;
   const uintptr_t place = reinterpret_cast<uintptr_t>(&place_marker);
-  const int remembered = UnwindMemoLookup(place, max_depth, keep_outermost, pcs, truncated, dropped);
+  bool verify = false;
+  const int remembered = UnwindMemoLookup(place, max_depth, keep_outermost, pcs, truncated, dropped, &verify);
   if (remembered >= 0) {
-    if (UnwindMemoModeNow() != UnwindMemoMode::kCheck) return remembered;
+    if (!verify) return remembered;
     uintptr_t unwound[kMaxStackDepth];
     bool unwound_truncated = false;
     uint32_t unwound_dropped = 0;
     const int count = UnwindStack(unwound, max_depth, &unwound_truncated, &unwound_dropped, keep_outermost);
     if (count >= 0 && SameStack(pcs, remembered, *truncated, unwound, count, unwound_truncated)) return remembered;
-    UnwindMemoNoteMismatch();
+    UnwindMemoMismatch();
     if (count > 0) memcpy(pcs, unwound, sizeof(uintptr_t) * static_cast<size_t>(count));
     *truncated = unwound_truncated;
     *dropped = unwound_dropped;

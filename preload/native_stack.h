@@ -8,6 +8,9 @@
 
 namespace cumemtrace::preload {
 
+// Our own frames in a stack (recorder, hooks, wrappers): never more than this many.
+inline constexpr int kMaxOwnFrames = 16;
+
 // Sets libunwind's caching policy and finds this library's own address range. Call once before CaptureStack.
 void InitNativeStacks();
 

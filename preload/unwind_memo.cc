@@ -10,36 +10,44 @@
 
 #include <atomic>
 
-#include "preload/module_map.h"
 #include "preload/log.h"
+#include "preload/module_map.h"
+#include "preload/native_stack.h"
 
 namespace cumemtrace::preload {
 namespace {
 
-// Frames an entry holds: CUMEMTRACE_STACK_DEPTH's default (64) and the PyTorch depth (16) fit; deeper requests
-// are unwound every time.
+#if !defined(__x86_64__)
+#error "the unwind memo reads return addresses at CFA - 8, as x86-64 calls leave them"
+#endif
+
+// Frames an entry gives: CUMEMTRACE_STACK_DEPTH's default (64) and the PyTorch depth (16) fit; deeper requests
+// are unwound every time. It checks those and our own frames above CaptureStack (the hooks, the recorder).
 constexpr int kMemoFrames = 64;
-// Entries by the place's hash: 2^kSetBits sets of kWays. Several stacks can share a place (call paths whose frames add
-// up to the same size): they take ways of one set, and a lookup tries each of them.
+constexpr int kMemoChecks = kMemoFrames + kMaxOwnFrames;
+// Entries by the place's hash: 2^kSetBits sets of kWays. Several stacks can share a place (call paths whose frames
+// add up to the same size): they take ways of one set, and a lookup tries each of them.
 constexpr uint32_t kSetBits = 4;
 constexpr int kWays = 16;
-// Frames of ours a walk may pass before the stack's own (the hooks and the recorder: a handful).
-constexpr int kMaxOwnFrames = 16;
 // When more stacks come and go than the table holds, an entry made is rarely taken: then only one miss in
-// kSparseLearning makes an entry (a walk costs about two unwinds), until entries pay again. Judged per
+// kSparseLearning tries to make an entry (a walk costs about two unwinds), until entries pay again. Judged per
 // kLearningWindow lookups.
 constexpr uint32_t kSparseLearning = 16;
 constexpr uint32_t kLearningWindow = 4096;
+// One hit in this many is unwound as well and compared (CUMEMTRACE_UNWIND_MEMO=check: every hit).
+constexpr uint32_t kVerifyEvery = 256;
 
 struct Entry {
   bool truncated;
-  int16_t count;
-  uintptr_t pcs[kMemoFrames];
-  uint32_t slots[kMemoFrames];  // where pcs[i] lies on the stack: place + slots[i]
+  int16_t count;   // frames it gives: the values of the checks marked `program`, in order
+  int16_t checks;  // stack slots checked: the frames from CaptureStack's caller outward, ours included
+  uint32_t slots[kMemoChecks];  // where a frame's return address lies: place + slots[i]
+  uintptr_t values[kMemoChecks];
+  bool program[kMemoChecks];    // the program's frame (given), not ours (only checked)
 };
 
-// What a way holds, apart from its entry, so that a lookup finds the ways of its place in the set's tags (256
-// bytes) before it touches an entry (almost 800).
+// The places and requests of a set's ways, apart from their entries: a lookup finds its place's ways here (4
+// cache lines) before it touches an entry (1.2 KB).
 struct Tag {
   uintptr_t place;  // 0: empty
   int16_t max_depth;
@@ -47,7 +55,7 @@ struct Tag {
 };
 
 struct Set {
-  Tag tags[kWays];
+  alignas(64) Tag tags[kWays];
   Entry ways[kWays];
   uint32_t next;  // the way the next entry replaces (round robin)
 };
@@ -56,8 +64,12 @@ struct Table {
   Set sets[1u << kSetBits];
   // The lookup that missed last, for the Learn after its unwind.
   bool learn;
-  // This window's lookups, hits and entries made, and whether misses make entries sparsely.
-  uint32_t lookups, hits, entries;
+  // The entry the last hit came from (dropped if it proves wrong).
+  Set* hit_set;
+  int hit_way;
+  uint32_t hits_since_verify;
+  // This window's lookups, hits and attempts to make an entry, and whether misses make entries sparsely.
+  uint32_t lookups, hits, attempts;
   bool sparse;
   uint32_t misses_skipped;
 };
@@ -66,14 +78,16 @@ constinit std::atomic<UnwindMemoMode> g_mode{UnwindMemoMode::kOff};
 pthread_key_t g_cleanup_key;
 // Counted only when checking (CUMEMTRACE_UNWIND_MEMO=check): shared counters would cost the hook time otherwise.
 constinit std::atomic<uint64_t> g_hits{0}, g_misses{0}, g_entries{0}, g_mismatches{0};
+constinit std::atomic<bool> g_mismatch_warned{false};
 
 __thread Table* t_table __attribute__((tls_model("initial-exec")));
 __thread bool t_gone __attribute__((tls_model("initial-exec")));  // the thread is exiting: no new table
 
 void UnmapTable(void* table) {
-  munmap(table, sizeof(Table));
   t_table = nullptr;
   t_gone = true;  // calls from later destructors of this thread unwind as without the memo
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // a signal handler never finds the table unmapped
+  munmap(table, sizeof(Table));
 }
 
 Table* ThisThreadsTable() {
@@ -83,8 +97,12 @@ Table* ThisThreadsTable() {
     t_gone = true;  // no memory: never try again on this thread
     return nullptr;
   }
+  if (pthread_setspecific(g_cleanup_key, memory) != 0) {  // it could not be freed at thread exit
+    munmap(memory, sizeof(Table));
+    t_gone = true;
+    return nullptr;
+  }
   t_table = static_cast<Table*>(memory);
-  pthread_setspecific(g_cleanup_key, memory);
   return t_table;
 }
 
@@ -92,22 +110,22 @@ Set& SetFor(Table& table, uintptr_t place) {
   return table.sets[((static_cast<uint64_t>(place) >> 3) * 0x9e3779b97f4a7c15ull) >> (64 - kSetBits)];
 }
 
-// The entry's frames are in their slots (its tag was checked). Slots are read innermost first and the first that
-// differs ends the check: another stack is read no further than its first difference, never past its own frames.
+// The entry's return addresses are in their slots (its tag was checked). Slots are read innermost first and the
+// first that differs ends the check.
 bool Holds(const Entry& e, uintptr_t place) {
   if (e.count <= 0) return false;
-  for (int i = 0; i < e.count; ++i) {
-    if (*reinterpret_cast<const uintptr_t*>(place + e.slots[i]) != e.pcs[i]) return false;
+  for (int i = 0; i < e.checks; ++i) {
+    if (*reinterpret_cast<const uintptr_t*>(place + e.slots[i]) != e.values[i]) return false;
   }
   return true;
 }
 
-// Ends a window of lookups: when the entries made in it were taken fewer than four times each, misses make entries
-// only sparsely in the next.
+// Ends a window of lookups: when it had fewer than four hits per attempt to make an entry (made or not), misses
+// try to make entries only sparsely in the next.
 void Judge(Table& t) {
   if (++t.lookups < kLearningWindow) return;
-  t.sparse = t.hits < t.entries * 4;
-  t.lookups = t.hits = t.entries = 0;
+  t.sparse = t.hits < t.attempts * 4;
+  t.lookups = t.hits = t.attempts = 0;
 }
 
 bool Counting() { return g_mode.load(std::memory_order_relaxed) == UnwindMemoMode::kCheck; }
@@ -126,10 +144,9 @@ void InitUnwindMemo() {
   g_mode.store(mode, std::memory_order_relaxed);
 }
 
-UnwindMemoMode UnwindMemoModeNow() { return g_mode.load(std::memory_order_relaxed); }
-
 int UnwindMemoLookup(uintptr_t place, int max_depth, bool keep_outermost, uintptr_t* pcs, bool* truncated,
-                     uint32_t* dropped) {
+                     uint32_t* dropped, bool* verify) {
+  *verify = false;
   if (g_mode.load(std::memory_order_relaxed) == UnwindMemoMode::kOff || max_depth > kMemoFrames) return -1;
   Table* table = ThisThreadsTable();
   if (table == nullptr) return -1;
@@ -140,13 +157,19 @@ int UnwindMemoLookup(uintptr_t place, int max_depth, bool keep_outermost, uintpt
     if (tag.place != place || tag.max_depth != max_depth || tag.keep_outermost != keep_outermost) continue;
     const Entry& e = set.ways[way];
     if (!Holds(e, place)) continue;
-    memcpy(pcs, e.pcs, sizeof(uintptr_t) * static_cast<size_t>(e.count));
+    int n = 0;
+    for (int i = 0; i < e.checks; ++i) {
+      if (e.program[i]) pcs[n++] = e.values[i];
+    }
     *truncated = e.truncated;
     *dropped = 0;
     ++table->hits;
     table->learn = false;
+    table->hit_set = &set;
+    table->hit_way = way;
+    *verify = Counting() || ++table->hits_since_verify % kVerifyEvery == 0;
     if (Counting()) g_hits.fetch_add(1, std::memory_order_relaxed);
-    return e.count;
+    return n;
   }
   table->learn = !table->sparse || ++table->misses_skipped % kSparseLearning == 0;
   if (Counting()) g_misses.fetch_add(1, std::memory_order_relaxed);
@@ -160,31 +183,55 @@ void UnwindMemoLearn(uintptr_t place, int max_depth, bool keep_outermost, const 
   if (dropped != 0 || (truncated && keep_outermost)) return;
   if (!t_table->learn) return;  // set by the lookup that missed just before
   t_table->learn = false;
+  ++t_table->attempts;
 
-  uint32_t slots[kMemoFrames];
+  uint32_t slots[kMemoChecks];
+  uintptr_t values[kMemoChecks];
+  bool program[kMemoChecks];
+  int checks = 0;
+  int given = 0;  // the program's frames seen: they must be pcs[0, count), in order
   unw_context_t context;
   unw_cursor_t cursor;
   if (unw_getcontext(&context) != 0 || unw_init_local(&cursor, &context) != 0) return;
   const AddressRange& own = OwnModuleRange();
-  int program = 0;  // frames of the program seen: they must be pcs[0, count), in order
-  for (int steps = 0; steps < count + kMaxOwnFrames + 1; ++steps) {
-    unw_word_t ip = 0, sp = 0;
-    if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
-    if (!own.Contains(ip)) {
-      if (program == count) return;  // deeper than the stack remembered: another stack
-      // The unwinder read this frame's address from just below its callee's frame, which is where the frame's
-      // stack pointer begins: the slot the lookup checks. Not there (a signal frame): no entry.
-      if (unw_get_reg(&cursor, UNW_REG_SP, &sp) != 0 || ip != pcs[program] || sp < place + sizeof(uintptr_t) ||
-          sp - sizeof(uintptr_t) - place > UINT32_MAX ||
-          *reinterpret_cast<const uintptr_t*>(sp - sizeof(uintptr_t)) != ip) {
+  for (int steps = 0; steps < count + kMaxOwnFrames + 2; ++steps) {
+    unw_word_t ip = 0, sp = 0, rbp = 0;
+    if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0 || unw_get_reg(&cursor, UNW_REG_SP, &sp) != 0 ||
+        unw_get_reg(&cursor, UNW_X86_64_RBP, &rbp) != 0) {
+      break;
+    }
+    // A signal frame's address is not a return address, nor is its frame laid out by a call: no entry.
+    if (unw_is_signal_frame(&cursor) > 0) return;
+    const bool ours = own.Contains(ip);
+    if (!ours && (given == count || ip != pcs[given])) return;  // another stack than the one unwound
+    if (sp >= place + sizeof(uintptr_t)) {
+      // The frame's return address, pushed by its callee's call, is the word just below the frame's stack pointer
+      // (its callee's CFA): where the unwinder read it, and where a lookup checks it.
+      const uintptr_t slot = sp - sizeof(uintptr_t);
+      if (checks == kMemoChecks || slot - place > UINT32_MAX || *reinterpret_cast<const uintptr_t*>(slot) != ip) {
         return;
       }
-      slots[program++] = static_cast<uint32_t>(sp - sizeof(uintptr_t) - place);
-      if (truncated && program == count) break;  // only the innermost frames were asked for
+      slots[checks] = static_cast<uint32_t>(slot - place);
+      values[checks] = ip;
+      program[checks++] = !ours;
+    } else if (!ours) {
+      return;  // a frame of the program below CaptureStack's own: cannot be
     }
+    given += ours ? 0 : 1;
+    if (truncated && given == count) break;  // only the innermost frames were asked for
     if (unw_step(&cursor) <= 0) break;
+    // A frame whose size its address does not fix (a variable-length array, alloca, a realigned stack: the
+    // compiler gives such a function a frame pointer) may put the frames above it elsewhere while the slots checked
+    // still hold the same addresses: such a stack is not remembered. Its mark: rbp points into the frame, at the
+    // saved rbp with the frame's return address above it (push rbp; mov rbp, rsp).
+    unw_word_t caller_sp = 0, caller_ip = 0;
+    if (unw_get_reg(&cursor, UNW_REG_SP, &caller_sp) != 0 || unw_get_reg(&cursor, UNW_REG_IP, &caller_ip) != 0) return;
+    if (caller_sp > place && rbp >= sp && rbp < caller_sp &&
+        *reinterpret_cast<const uintptr_t*>(rbp + sizeof(uintptr_t)) == caller_ip) {
+      return;
+    }
   }
-  if (program != count) return;
+  if (given != count || checks == 0) return;
   Set& set = SetFor(*t_table, place);
   const uint32_t way = set.next++ % kWays;
   // The tag last: a lookup never finds an entry half written (the recorder does not run inside itself; should a
@@ -194,15 +241,26 @@ void UnwindMemoLearn(uintptr_t place, int max_depth, bool keep_outermost, const 
   Entry& e = set.ways[way];
   e.truncated = truncated;
   e.count = static_cast<int16_t>(count);
-  memcpy(e.pcs, pcs, sizeof(uintptr_t) * static_cast<size_t>(count));
-  memcpy(e.slots, slots, sizeof(uint32_t) * static_cast<size_t>(count));
+  e.checks = static_cast<int16_t>(checks);
+  memcpy(e.slots, slots, sizeof(uint32_t) * static_cast<size_t>(checks));
+  memcpy(e.values, values, sizeof(uintptr_t) * static_cast<size_t>(checks));
+  memcpy(e.program, program, sizeof(bool) * static_cast<size_t>(checks));
   std::atomic_signal_fence(std::memory_order_seq_cst);
   set.tags[way] = Tag{place, static_cast<int16_t>(max_depth), keep_outermost};
-  ++t_table->entries;
   if (Counting()) g_entries.fetch_add(1, std::memory_order_relaxed);
 }
 
-void UnwindMemoNoteMismatch() { g_mismatches.fetch_add(1, std::memory_order_relaxed); }
+void UnwindMemoMismatch() {
+  g_mismatches.fetch_add(1, std::memory_order_relaxed);
+  if (t_table != nullptr && t_table->hit_set != nullptr) t_table->hit_set->tags[t_table->hit_way].place = 0;
+  if (Counting()) return;  // checking: counted, said at exit
+  // Outside a check a wrong stack is a defect of the memo: it is turned off for the process, and said once.
+  g_mode.store(UnwindMemoMode::kOff, std::memory_order_relaxed);
+  if (!g_mismatch_warned.exchange(true)) {
+    Warn("the unwind memo gave a stack the unwinder does not; every stack is unwound from now on "
+         "(CUMEMTRACE_UNWIND_MEMO=0 turns the memo off from the start)");
+  }
+}
 
 void UnwindMemoReport() {
   if (!Counting()) return;

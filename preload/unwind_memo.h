@@ -2,22 +2,21 @@
 // so that a stack taken again from the same place costs a few memory reads instead of an unwind. Unwinding is the
 // largest part of the hook's time (docs/performance.md): tens of nanoseconds per frame, on every PyTorch block.
 //
-// A stack is looked up by the stack pointer at CaptureStack (where the hook was entered) and the request (depth,
-// whether the outermost frames are kept). An entry holds the result as the unwinder gave it and, for each frame
-// kept, the address of the stack slot its return address came from. It is taken only if every slot still holds
-// that frame's address: the frames are the same calls, at the same places, so the unwinder, which reads those
-// slots, would return the same frames. (Each frame's call pushed its return address just below its caller's
-// frame, and those slots lie between the stack pointer and the thread's stack base: live memory of this thread.)
-// Anything that breaks the rule when an entry is made (a signal frame, a frame whose return address is not where
-// the call put it) makes no entry.
+// A stack is looked up by the place CaptureStack's frame lies at (the stack pointer where the hook was entered) and
+// the request (depth, whether the outermost frames are kept). An entry holds the frames the unwinder gave and, for
+// each frame from CaptureStack's caller outward (ours included), the stack slot its return address was read from.
+// It is taken only if every slot still holds that address: frames whose size their address fixes then lie at the
+// same places, so the unwinder would read the same slots and return the same frames. Stacks for which that does not
+// hold make no entry: one with a frame whose size varies at run time (a variable-length array, alloca, a realigned
+// stack: the compiler gives those a frame pointer, which is the mark looked for), a signal frame, a frame whose
+// return address is not where its call put it, or one cut in the middle (the middle is not checked).
 //
-// An entry is made the second time in a row that one place misses, with a second walk of the stack (unw_step, which
-// reports where each frame lies), so a stack taken once costs one extra lookup and nothing else. Only stacks
-// returned whole (or cut to their innermost frames) are kept: one that drops frames in the middle depends on frames
-// the slots do not cover.
+// A miss makes an entry, with a second walk of the stack (unw_step, which reports where each frame lies); only one
+// miss in 16 does while entries are rarely taken. One hit in 256 is unwound as well and compared: should the two
+// ever differ, the memo is turned off for the process and a warning says so.
 //
 // Tables are per thread (a slot address means nothing on another thread's stack), made on the thread's first stack
-// (mmap, about 200 KiB, of which only the entries used are touched) and unmapped when it exits.
+// (mmap, about 270 KiB, of which only the entries used are touched) and unmapped when it exits.
 // CUMEMTRACE_UNWIND_MEMO=0 turns the memo off; =check unwinds every stack as well and counts the entries that would
 // have given another stack (said at exit; expected: none).
 #ifndef CUMEMTRACE_PRELOAD_UNWIND_MEMO_H_
@@ -31,20 +30,22 @@ enum class UnwindMemoMode { kOff, kOn, kCheck };
 
 // Reads CUMEMTRACE_UNWIND_MEMO and prepares the per-thread tables' cleanup. Call once, before any lookup.
 void InitUnwindMemo();
-UnwindMemoMode UnwindMemoModeNow();
 
 // A remembered stack for this place and request: fills pcs, *truncated, *dropped and returns the frame count, or
-// returns -1.
+// returns -1. *verify: the caller must unwind this stack as well and call UnwindMemoMismatch() if they differ (one
+// hit in 256; every hit when checking).
 int UnwindMemoLookup(uintptr_t place, int max_depth, bool keep_outermost, uintptr_t* pcs, bool* truncated,
-                     uint32_t* dropped);
+                     uint32_t* dropped, bool* verify);
 
 // After a miss and an unwind that gave pcs[0, count): remembers it when this place missed just before (and the
 // stack checks out). Must be called from the frame that unwound, or one called from it.
 void UnwindMemoLearn(uintptr_t place, int max_depth, bool keep_outermost, const uintptr_t* pcs, int count,
                      bool truncated, uint32_t dropped);
 
-// For CUMEMTRACE_UNWIND_MEMO=check: a remembered stack differed from the unwinder's (counted, said at exit).
-void UnwindMemoNoteMismatch();
+// The stack the last lookup gave differed from the unwinder's: its entry is dropped and the difference counted;
+// unless checking (CUMEMTRACE_UNWIND_MEMO=check, which says at exit how many), the memo is turned off for the
+// process and a warning says so once.
+void UnwindMemoMismatch();
 // Says at exit how the memo did, when checking.
 void UnwindMemoReport();
 

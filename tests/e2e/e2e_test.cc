@@ -374,6 +374,34 @@ TEST(E2eConfig, RememberedStacksAreTheUnwindersStacks) {
   if (!testing::Test::HasFailure()) RemoveRunDir(run);
 }
 
+// Frames whose size their address does not fix (variable-length arrays), sized so that two call paths, one level
+// apart, reach the hook at the same stack address while the return addresses the memo checks match: the memo must
+// not give one path's stack for the other's (CUMEMTRACE_UNWIND_MEMO=check compares every stack it gives with
+// libunwind's), and the trace holds both depths.
+TEST(E2eConfig, VariableFramesAreNotTakenForEachOther) {
+  const RunResult run = RunProgram({.program = "storm",
+                                    .env = {{"CUMEMTRACE_UNWIND_MEMO", "check"}},
+                                    .args = {"vla", "200"}});
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  std::ifstream stderr_file(run.dir + "/stderr.txt");
+  const std::string err((std::istreambuf_iterator<char>(stderr_file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(err.find(" 0 memo stacks differed"), std::string::npos) << err;
+  const CollectedTrace trace = CollectTrace(run.trace_path);
+  ASSERT_TRUE(trace.status.ok()) << trace.status << "\n" << run.Describe();
+  std::map<size_t, int> allocations_by_depth;
+  for (const Event& event : trace.events) {
+    if (event.info->op != Op::kAlloc || event.stack == 0) continue;
+    std::vector<uint64_t> pcs;
+    ASSERT_TRUE(trace.StackPcs(event.stack, &pcs).ok());
+    ++allocations_by_depth[pcs.size()];
+  }
+  ASSERT_EQ(allocations_by_depth.size(), 2u) << "the two paths' stacks differ by one frame";
+  EXPECT_EQ(allocations_by_depth.begin()->second, 200);
+  EXPECT_EQ(allocations_by_depth.rbegin()->first, allocations_by_depth.begin()->first + 1);
+  EXPECT_EQ(allocations_by_depth.rbegin()->second, 200);
+  if (!testing::Test::HasFailure()) RemoveRunDir(run);
+}
+
 // A trace that cannot be written: one warning on stderr, and the program runs as if untraced.
 TEST(E2eConfig, UnwritableOutputWarnsOnceAndTheProgramRunsOn) {
   const RunResult run =

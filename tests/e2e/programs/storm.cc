@@ -7,11 +7,16 @@
 //                               hold all of its events; no child may write, or take, the parent's trace).
 //   e2e_storm fork-storm <K>    4 threads churn while the main thread forks K children that allocate and _exit.
 //   e2e_storm deep <levels>     allocates (and leaks) 1 MiB from <levels> recursive calls deep below main().
+//   e2e_storm vla <N>           N rounds of two allocations from one call site through a recursion whose frames
+//                               hold variable-length arrays, sized so that the innermost frame lies at the same stack
+//                               address with one level more or less (the unwind memo must not take one for the
+//                               other: the frames above lie elsewhere while the return addresses checked match).
 //   e2e_storm latency <N> <us>  one thread, N x (cuMemAlloc, cuMemFree) with a <us> microsecond sleep after each
 //                               pair; writes "<N> <first pair in ns> <slowest later pair in ns>" to latency.txt (the
 //                               slow-disk test: how long the program waited while the trace was written; the first
 //                               pair starts tracing, which writes the header).
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +187,51 @@ int Latency(int pairs, int sleep_us) {
   return 0;
 }
 
+// One level of the recursion of `vla`: a frame of sizes[level] bytes more (a frame pointer's frame, as the compiler
+// gives every function with a variable-length array). At the bottom it allocates, or notes where its frame lies.
+__attribute__((noinline)) void VariableFrames(int level, const int* sizes, bool allocate, uintptr_t* marker) {
+  volatile char pad[sizes[level]];
+  pad[0] = 0;
+  asm volatile("" : : "r"(&pad[0]) : "memory");
+  if (level > 0) {
+    VariableFrames(level - 1, sizes, allocate, marker);
+  } else if (allocate) {
+    CUdeviceptr p = 0;
+    E2E_CHECK_CU(cuMemAlloc(&p, 4096));
+    E2E_CHECK_CU(cuMemFree(p));
+  } else {
+    volatile char here = 0;
+    *marker = reinterpret_cast<uintptr_t>(&here);
+  }
+  asm volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void Descend(int levels, const int* sizes, bool allocate, uintptr_t* marker) {
+  VariableFrames(levels - 1, sizes, allocate, marker);
+  asm volatile("" ::: "memory");
+}
+
+int Vla(int rounds) {
+  E2E_CHECK_CU(cuInit(0));
+  static const int kThree[3] = {16, 16, 16};
+  uintptr_t want = 0, got = 0;
+  Descend(3, kThree, false, &want);
+  // Two levels, the outer one's array sized so that the innermost frame lies where it does with three.
+  static int two[2] = {16, 16};
+  for (two[1] = 16; two[1] < 8192; two[1] += 8) {
+    Descend(2, two, false, &got);
+    if (got == want) break;
+  }
+  if (got != want) {
+    fprintf(stderr, "e2e_storm vla: no array size puts the frames at the same place\n");
+    return 1;
+  }
+  static volatile int levels[2] = {2, 3};
+  static const int* volatile sizes[2] = {two, kThree};
+  for (int i = 0; i < 2 * rounds; ++i) Descend(levels[i % 2], sizes[i % 2], true, nullptr);  // one call site
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -189,11 +239,12 @@ int main(int argc, char** argv) {
   if (argc == 3 && strcmp(argv[1], "fork-first") == 0) return ForkFirst(atoi(argv[2]));
   if (argc == 3 && strcmp(argv[1], "fork-storm") == 0) return ForkStorm(atoi(argv[2]));
   if (argc == 4 && strcmp(argv[1], "latency") == 0) return Latency(atoi(argv[2]), atoi(argv[3]));
+  if (argc == 3 && strcmp(argv[1], "vla") == 0) return Vla(atoi(argv[2]));
   if (argc == 3 && strcmp(argv[1], "deep") == 0) {
     E2E_CHECK_CU(cuInit(0));
     return Recurse(atoi(argv[2])) == atoi(argv[2]) ? 0 : 1;
   }
   fprintf(stderr, "usage: e2e_storm threads <threads> <iterations> | fork-first <children> | fork-storm <children> | "
-                  "deep <levels> | latency <pairs> <sleep-us>\n");
+                  "deep <levels> | vla <rounds> | latency <pairs> <sleep-us>\n");
   return 2;
 }
