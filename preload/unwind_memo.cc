@@ -219,17 +219,29 @@ void UnwindMemoLearn(uintptr_t place, int max_depth, bool keep_outermost, const 
     }
     given += ours ? 0 : 1;
     if (truncated && given == count) break;  // only the innermost frames were asked for
+    // Where the unwinder found this frame's rbp (a callee saved it), before the step moves the cursor on.
+    unw_save_loc_t rbp_saved{};
+    const bool rbp_located = unw_get_save_loc(&cursor, UNW_X86_64_RBP, &rbp_saved) == 0;
     if (unw_step(&cursor) <= 0) break;
-    // A frame whose size its address does not fix (a variable-length array, alloca, a realigned stack: the
-    // compiler gives such a function a frame pointer) may put the frames above it elsewhere while the slots checked
-    // still hold the same addresses: such a stack is not remembered. Its mark: rbp points into the frame, at the
-    // saved rbp with the frame's return address above it (push rbp; mov rbp, rsp).
     unw_word_t caller_sp = 0, caller_ip = 0;
     if (unw_get_reg(&cursor, UNW_REG_SP, &caller_sp) != 0 || unw_get_reg(&cursor, UNW_REG_IP, &caller_ip) != 0) return;
-    if (caller_sp > place && rbp >= sp && rbp < caller_sp &&
-        *reinterpret_cast<const uintptr_t*>(rbp + sizeof(uintptr_t)) == caller_ip) {
+    if (caller_sp <= place || rbp < sp || rbp >= caller_sp ||
+        *reinterpret_cast<const uintptr_t*>(rbp + sizeof(uintptr_t)) != caller_ip) {
+      continue;  // no frame pointer: the frame's size is fixed by its address
+    }
+    // A frame pointer's frame (push rbp; mov rbp, rsp): the compiler gives one to every function whose frame size
+    // varies at run time (a variable-length array, alloca, a realigned stack), and the unwinder finds the frame's
+    // end from rbp. The frames above it are where the slots say only if rbp is the same, so the slot the unwinder
+    // read rbp from is checked too. A realigned frame (its end not at rbp + 16) or an rbp not saved on the stack
+    // above CaptureStack's frame (a register, or our frames below it) makes no entry.
+    if (rbp + 2 * sizeof(uintptr_t) != caller_sp || !rbp_located || rbp_saved.type != UNW_SLT_MEMORY ||
+        rbp_saved.u.addr < place || rbp_saved.u.addr - place > UINT32_MAX || checks == kMemoChecks ||
+        *reinterpret_cast<const uintptr_t*>(rbp_saved.u.addr) != rbp) {
       return;
     }
+    slots[checks] = static_cast<uint32_t>(rbp_saved.u.addr - place);
+    values[checks] = rbp;
+    program[checks++] = false;
   }
   if (given != count || checks == 0) return;
   Set& set = SetFor(*t_table, place);

@@ -6,10 +6,11 @@
 // the request (depth, whether the outermost frames are kept). An entry holds the frames the unwinder gave and, for
 // each frame from CaptureStack's caller outward (ours included), the stack slot its return address was read from.
 // It is taken only if every slot still holds that address: frames whose size their address fixes then lie at the
-// same places, so the unwinder would read the same slots and return the same frames. Stacks for which that does not
-// hold make no entry: one with a frame whose size varies at run time (a variable-length array, alloca, a realigned
-// stack: the compiler gives those a frame pointer, which is the mark looked for), a signal frame, a frame whose
-// return address is not where its call put it, or one cut in the middle (the middle is not checked).
+// same places, so the unwinder would read the same slots and return the same frames. A frame pointer's frame (the
+// compiler gives one to every function whose frame size varies at run time: a variable-length array, alloca) ends
+// where its rbp says, so the slot the unwinder read that rbp from is checked as well. Stacks for which this does not
+// hold make no entry: a realigned frame, an rbp not saved on the stack, a signal frame, a frame whose return
+// address is not where its call put it, or a stack cut in the middle (the middle is not checked).
 //
 // A miss makes an entry, with a second walk of the stack (unw_step, which reports where each frame lies); only one
 // miss in 16 does while entries are rarely taken. One hit in 256 is unwound as well and compared: should the two
