@@ -14,21 +14,46 @@
 namespace cumemtrace::preload {
 namespace {
 
-// The four functions of libzstd's stable API this needs.
+// libzstd's stable streaming API (zstd.h, since 1.4.0); the values of its enums are part of that API.
+constexpr int kZstdCompressionLevel = 100;  // ZSTD_c_compressionLevel
+constexpr int kZstdChecksumFlag = 201;      // ZSTD_c_checksumFlag
+constexpr int kZstdFlush = 1;               // ZSTD_e_flush
+constexpr int kZstdEnd = 2;                 // ZSTD_e_end
+constexpr int kZstdResetSession = 1;        // ZSTD_reset_session_only
+struct ZstdIn {
+  const void* src;
+  size_t size;
+  size_t pos;
+};
+struct ZstdOut {
+  void* dst;
+  size_t size;
+  size_t pos;
+};
+
 struct Zstd {
   std::atomic<bool> loaded{false};  // set once by LoadBatchCompression, after everything below
   void* cctx = nullptr;
-  size_t (*compress)(void* cctx, void* dst, size_t capacity, const void* src, size_t size, int level) = nullptr;
+  size_t (*set_parameter)(void* cctx, int parameter, int value) = nullptr;
+  size_t (*compress_stream)(void* cctx, ZstdOut* out, ZstdIn* in, int directive) = nullptr;
+  size_t (*reset)(void* cctx, int what) = nullptr;
   size_t (*bound)(size_t size) = nullptr;
   unsigned (*is_error)(size_t code) = nullptr;
 };
 Zstd g_zstd;
 ByteBuffer g_scratch;  // the compressed batch, before it replaces the plain one; guarded by g_io_lock
+// The part the next batch is of its frame (0: it starts one), and the batch bytes its frame holds so far; guarded
+// by g_io_lock.
+uint32_t g_next_part = 0;
+size_t g_frame_input = 0;
 
-// Level 1: zstd's fastest standard level; the writer keeps up with any event rate, and higher levels gained little
-// on PyTorch traces' columns.
+// Level 1: zstd's fastest standard level; the writer keeps up with any event rate. Level 3 made a real PyTorch
+// trace 10 % smaller at 2.7 times the memory and 1.4 times the time.
 constexpr int kLevel = 1;
 constexpr size_t kScratchStart = size_t{1} << 20;
+// About 55 batches of a PyTorch training loop: a damaged packet costs at most that; starting a frame costs the
+// first batch's reference to earlier ones (about 2 % of the trace at this size).
+constexpr size_t kFrameInputBytes = size_t{4} << 20;
 
 }  // namespace
 
@@ -37,10 +62,13 @@ void LoadBatchCompression() {
   void* lib = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) return;
   auto create = reinterpret_cast<void* (*)()>(dlsym(lib, "ZSTD_createCCtx"));
-  g_zstd.compress = reinterpret_cast<decltype(g_zstd.compress)>(dlsym(lib, "ZSTD_compressCCtx"));
+  g_zstd.set_parameter = reinterpret_cast<decltype(g_zstd.set_parameter)>(dlsym(lib, "ZSTD_CCtx_setParameter"));
+  g_zstd.compress_stream = reinterpret_cast<decltype(g_zstd.compress_stream)>(dlsym(lib, "ZSTD_compressStream2"));
+  g_zstd.reset = reinterpret_cast<decltype(g_zstd.reset)>(dlsym(lib, "ZSTD_CCtx_reset"));
   g_zstd.bound = reinterpret_cast<decltype(g_zstd.bound)>(dlsym(lib, "ZSTD_compressBound"));
   g_zstd.is_error = reinterpret_cast<decltype(g_zstd.is_error)>(dlsym(lib, "ZSTD_isError"));
-  if (create == nullptr || g_zstd.compress == nullptr || g_zstd.bound == nullptr || g_zstd.is_error == nullptr) {
+  if (create == nullptr || g_zstd.set_parameter == nullptr || g_zstd.compress_stream == nullptr ||
+      g_zstd.reset == nullptr || g_zstd.bound == nullptr || g_zstd.is_error == nullptr) {
     return;
   }
   pthread_mutex_lock(&g_locks.io);
@@ -48,11 +76,22 @@ void LoadBatchCompression() {
   pthread_mutex_unlock(&g_locks.io);
   if (!scratch) return;
   g_zstd.cctx = create();
-  if (g_zstd.cctx != nullptr) g_zstd.loaded.store(true, std::memory_order_release);
+  if (g_zstd.cctx == nullptr) return;
+  // A checksum at each frame's end: a reader learns of a frame that inflated to wrong bytes.
+  if (g_zstd.is_error(g_zstd.set_parameter(g_zstd.cctx, kZstdCompressionLevel, kLevel)) != 0 ||
+      g_zstd.is_error(g_zstd.set_parameter(g_zstd.cctx, kZstdChecksumFlag, 1)) != 0) {
+    return;
+  }
+  g_zstd.loaded.store(true, std::memory_order_release);
+}
+
+void RestartBatchCompression() {
+  if (g_zstd.loaded.load(std::memory_order_acquire)) g_zstd.reset(g_zstd.cctx, kZstdResetSession);
+  g_next_part = 0;
+  g_frame_input = 0;
 }
 
 namespace {
-
 // A varint at `p` (before `end`): its value and length, or 0 when it is not one.
 size_t ReadVarint(const uint8_t* p, const uint8_t* end, uint64_t* value) {
   *value = 0;
@@ -81,26 +120,50 @@ bool CompressEventBatchIoLocked(ByteBuffer* out, size_t packet_start) {
   n = ReadVarint(p, end, &length);
   if (n == 0 || length != static_cast<uint64_t>(end - p - n)) return true;
   p += n;
-  const size_t capacity = g_zstd.bound(length);
+  if (g_next_part == 0) g_zstd.reset(g_zstd.cctx, kZstdResetSession);
+  g_frame_input += length;
+  const bool last = g_frame_input >= kFrameInputBytes;
+  ZstdIn in{p, length, 0};
   g_scratch.Clear();
-  uint8_t* dst = g_scratch.Reserve(capacity);
-  if (dst == nullptr) {
-    g_scratch.ClearError();
-    return true;
-  }
-  const size_t size = g_zstd.compress(g_zstd.cctx, dst, capacity, p, length, kLevel);
-  if (g_zstd.is_error(size) != 0 || size + 2 * kMaxVarintBytes >= length) return true;
-  g_scratch.Commit(size);
-  // Smaller than what it replaces, so it fits where that was: `out` does not need to grow.
+  size_t capacity = g_zstd.bound(length) + 64;
+  size_t remaining = 0;
+  do {
+    uint8_t* dst = g_scratch.Reserve(capacity);
+    if (dst == nullptr) {
+      g_scratch.ClearError();
+      RestartBatchCompression();
+      return true;
+    }
+    ZstdOut zout{dst, capacity, 0};
+    remaining = g_zstd.compress_stream(g_zstd.cctx, &zout, &in, last ? kZstdEnd : kZstdFlush);
+    if (g_zstd.is_error(remaining) != 0) {
+      RestartBatchCompression();  // the stream's state is unknown: the next batch starts a new frame
+      return true;
+    }
+    g_scratch.Commit(zout.pos);
+  } while (remaining != 0 || in.pos < in.size);
+  // The part replaces the plain batch even when it is not smaller: the frame's later parts refer to it.
   out->Truncate(packet_start);
   WireEncoder e(out);
   const size_t outer = e.Begin(format::field::kTracePacket);
-  e.Bytes(format::field::packet::kEventsZstd, g_scratch.data(), size);
+  const size_t inner = e.Begin(format::field::packet::kEventsStream);
+  e.Uint64(format::field::streamed_events::kPart, g_next_part);
+  e.Bytes(format::field::streamed_events::kZstd, g_scratch.data(), g_scratch.size());
+  e.End(inner);
   e.End(outer);
-  if (out->ok()) return true;
-  out->Truncate(packet_start);
-  out->ClearError();
-  return false;
+  if (!out->ok()) {
+    out->Truncate(packet_start);
+    out->ClearError();
+    RestartBatchCompression();
+    return false;
+  }
+  if (last) {
+    g_next_part = 0;
+    g_frame_input = 0;
+  } else {
+    ++g_next_part;
+  }
+  return true;
 }
 
 }  // namespace cumemtrace::preload

@@ -129,6 +129,19 @@ bool ForkedChildOutputPath(const char* pattern, int pid, const char* host, const
   return true;
 }
 
+uint64_t ParseTimeResolution(const char* text) {
+  if (text == nullptr) return 0;
+  uint64_t count = 0;
+  const char* p = text;
+  for (; *p >= '0' && *p <= '9' && count <= 1000; ++p) count = count * 10 + static_cast<uint64_t>(*p - '0');
+  if (p == text) count = 1;
+  if (count != 1 && count != 10 && count != 100) return 0;
+  if (strcmp(p, "ns") == 0) return count;
+  if (strcmp(p, "us") == 0) return count * 1000;
+  if (strcmp(p, "ms") == 0 && count == 1) return 1000000;
+  return 0;
+}
+
 void ReadConfig(Config* config) {
   *config = Config{};
   config->disabled = ReadFlag("CUMEMTRACE_DISABLE");
@@ -147,6 +160,14 @@ void ReadConfig(Config* config) {
   config->torch_blocks = torch_blocks == nullptr || strcmp(torch_blocks, "0") != 0;
   const char* compress = getenv("CUMEMTRACE_COMPRESS");
   config->compress = compress == nullptr || strcmp(compress, "0") != 0;
+  const char* resolution = getenv("CUMEMTRACE_TIME_RESOLUTION");
+  if (resolution != nullptr && *resolution != '\0') {
+    config->time_unit_ns = ParseTimeResolution(resolution);
+    if (config->time_unit_ns == 0) {
+      Warn("CUMEMTRACE_TIME_RESOLUTION=%s is not one of 1ns 10ns 100ns 1us 10us 100us 1ms; using 1ns", resolution);
+      config->time_unit_ns = 1;
+    }
+  }
   config->quiet = ReadFlag("CUMEMTRACE_QUIET");
   config->rank = ParseRankNumber(getenv("RANK"));
   config->local_rank = ParseRankNumber(getenv("LOCAL_RANK"));

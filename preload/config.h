@@ -19,6 +19,9 @@
 //   CUMEMTRACE_CUPTI        1: subscribe to CUPTI as a second source (default off: nothing CUPTI is loaded)
 //   CUMEMTRACE_PYTHON       0: no Python frames (default on)
 //   CUMEMTRACE_TORCH_BLOCKS 0: do not attach to PyTorch's caching allocator: segments only (default on)
+//   CUMEMTRACE_COMPRESS     0: event batches written plain (default: zstd, one frame across batches)
+//   CUMEMTRACE_TIME_RESOLUTION  events' times to 1ns (default), 10ns, ..., 1us, 10us, 100us or 1ms: for runs of
+//                           hours (times are most of a compressed trace's bytes; no report needs nanoseconds)
 //   CUMEMTRACE_QUIET        1: no "cumemtrace: wrote ..." line on stderr at a clean end (default: printed)
 //   CUMEMTRACE_LINES        0: no file:line from debug info at exit (read by symbolize.cc)
 //   CUMEMTRACE_NVTX         0: decline NVTX's injection call, so no phases (read by nvtx_injection.cc when NVTX
@@ -29,6 +32,7 @@
 #define CUMEMTRACE_PRELOAD_CONFIG_H_
 
 #include <stddef.h>
+#include <stdint.h>
 
 namespace cumemtrace::preload {
 
@@ -56,6 +60,7 @@ struct Config {
   bool torch_blocks = true;
   bool quiet = false;
   bool compress = true;  // event batches compressed with zstd when libzstd.so.1 loads (CUMEMTRACE_COMPRESS=0: never)
+  uint64_t time_unit_ns = 1;  // events' times are written to this resolution (CUMEMTRACE_TIME_RESOLUTION)
   int rank = -1;  // -1: unset or not a number
   int local_rank = -1;
   int world_size = -1;
@@ -66,6 +71,10 @@ bool PythonFramesWanted();
 
 // Fills `config` from the environment. Bad values fall back to the defaults with a warning on stderr.
 void ReadConfig(Config* config);
+
+// CUMEMTRACE_TIME_RESOLUTION: "1ns" (the default), "1us", "10us", "100us" or "1ms" (a power of ten and a unit;
+// "ns", "us" and "ms" alone mean 1 of them). Returns the resolution in ns, or 0 for anything else.
+uint64_t ParseTimeResolution(const char* text);
 
 // Parses a non-negative decimal integer that fits an int; -1 for anything else (also for nullptr and "").
 int ParseRankNumber(const char* text);

@@ -5,6 +5,7 @@
 // of its own.
 #include <pthread.h>
 
+#include "preload/batch_compression.h"
 #include "preload/gpu_processes.h"
 #include "preload/recorder.h"
 #include "preload/recorder_state.h"
@@ -37,6 +38,7 @@ void ResetForForkedChildLocked() {
   g_tables.python_frames.Reset();
   g_tables.python_notice_written = g_tables.python_broken_notice_written = false;
   ResetPendingAfterFork();  // the parent's other threads, and the numbers they held, are not in the child
+  RestartBatchCompression();  // the child's trace must not refer back to the parent's batches
 }
 
 void AtForkChild() {

@@ -39,6 +39,12 @@ namespace {
 
 constexpr uint64_t kHeaderCopyEvery = uint64_t{1} << 20;
 
+// Events [0, count) of `unit` as one events packet, their times at the trace's resolution.
+bool WriteUnitEvents(ByteBuffer* out, const OutputQueue::Unit* unit, size_t count, uint64_t complete_below) {
+  return WriteEventBatch(out, unit->events, count, complete_below, g_session.config.time_unit_ns,
+                         g_output.header_copy.start_time_ns);
+}
+
 // Under a file size limit the unit may not fit: the sink writes only the whole packets that do. So that the events
 // batch is not lost whole when only part of it fits (a limit smaller than the first batch), it is encoded again
 // with as many of its events, in the order they were appended, as fit. Returns how many events `out` now holds;
@@ -51,7 +57,7 @@ size_t FitEventsIoLocked(ByteBuffer* out, size_t before_events, OutputQueue::Uni
     const size_t mid = low + (high - low) / 2;
     out->Truncate(before_events);
     // Without the low-water mark: the events left out may lie below it.
-    if (WriteEventBatch(out, unit->events, mid, 0) && out->size() <= room) {
+    if (WriteUnitEvents(out, unit, mid, 0) && out->size() <= room) {
       low = mid;
     } else {
       out->ClearError();
@@ -59,7 +65,7 @@ size_t FitEventsIoLocked(ByteBuffer* out, size_t before_events, OutputQueue::Uni
     }
   }
   out->Truncate(before_events);
-  if (low > 0 && !WriteEventBatch(out, unit->events, low, 0)) {
+  if (low > 0 && !WriteUnitEvents(out, unit, low, 0)) {
     out->Truncate(before_events);
     out->ClearError();
     low = 0;
@@ -94,7 +100,7 @@ void WriteSealedIoLocked() {
     }
     if (unit->event_count > 0) {
       const size_t before_events = out->size();
-      if (WriteEventBatch(out, unit->events, unit->event_count, unit->complete_below)) {
+      if (WriteUnitEvents(out, unit, unit->event_count, unit->complete_below)) {
         size_t kept = FitEventsIoLocked(out, before_events, unit);
         if (kept > 0 && !CompressEventBatchIoLocked(out, before_events)) kept = 0;
         g_health.writing.events += kept;

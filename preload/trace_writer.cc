@@ -260,13 +260,23 @@ bool WritePhase(ByteBuffer* out, const PhaseRecord& ph) {
   return p.Finish();
 }
 
-bool WriteEventBatch(ByteBuffer* out, const EventRecord* ev, size_t n, uint64_t complete_below) {
+bool WriteEventBatch(ByteBuffer* out, const EventRecord* ev, size_t n, uint64_t complete_below,
+                     uint64_t time_unit_ns, int64_t time_origin_ns) {
   if (n == 0) return true;
   namespace ef = f::events;
   PacketScope p(out, f::packet::kEvents);
   WireEncoder& e = p.enc();
   e.Uint64(ef::kFirstSeq, ev[0].seq);
-  e.Int64(ef::kBaseTimeNs, ev[0].time_ns);
+  // Times rounded down to the origin plus a multiple of the unit, stored as deltas in units: at 1 us a delta
+  // between two rows of a busy loop fits a byte, and repeats from step to step where nanoseconds never do. From the
+  // trace's start, so that a time shown relative to it to the millisecond is the same as at full resolution.
+  const int64_t unit = time_unit_ns > 1 ? static_cast<int64_t>(time_unit_ns) : 1;
+  auto time = [&](size_t i) {
+    const int64_t t = ev[i].time_ns - time_origin_ns;
+    const int64_t r = t % unit;
+    return time_origin_ns + (r < 0 ? t - r - unit : t - r);
+  };
+  e.Int64(ef::kBaseTimeNs, time(0));
   bool contiguous = true;
   for (size_t i = 1; i < n && contiguous; ++i) contiguous = ev[i].seq == ev[i - 1].seq + 1;
   if (!contiguous) {
@@ -274,8 +284,8 @@ bool WriteEventBatch(ByteBuffer* out, const EventRecord* ev, size_t n, uint64_t 
       return ZigZag(static_cast<int64_t>(ev[i].seq - (i == 0 ? ev[0].seq : ev[i - 1].seq)));
     });
   }
-  PackedVarints(e, ef::kTimeDeltaNs, n,
-                [&](size_t i) { return ZigZag(ev[i].time_ns - (i == 0 ? ev[0].time_ns : ev[i - 1].time_ns)); });
+  PackedVarints(e, ef::kTimeDeltaNs, n, [&](size_t i) { return ZigZag((time(i) - time(i == 0 ? 0 : i - 1)) / unit); });
+  if (unit > 1) e.Uint64(ef::kTimeUnitNs, static_cast<uint64_t>(unit));
   PackedVarints(e, ef::kApi, n, [&](size_t i) { return static_cast<uint64_t>(ev[i].api); });
   // Device addresses share their low zero bits (PyTorch's blocks: 512-byte multiples; segments: 2 MiB): the deltas
   // are stored without them. The shift of the whole batch, so that one odd address (a host pointer) costs nothing

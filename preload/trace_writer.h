@@ -145,8 +145,11 @@ bool WriteNotice(ByteBuffer* out, uint32_t code, const char* message, int64_t ti
 bool WriteAllocatorAttach(ByteBuffer* out, const AllocatorAttachRecord& attach);
 bool WritePhase(ByteBuffer* out, const PhaseRecord& phase);
 bool WriteGpuProcesses(ByteBuffer* out, const GpuProcessesRecord& list);
-// `complete_below`: every event numbered below it is in this batch or an earlier one (0: not known).
-bool WriteEventBatch(ByteBuffer* out, const EventRecord* events, size_t count, uint64_t complete_below = 0);
+// `complete_below`: every event numbered below it is in this batch or an earlier one (0: not known). Times are
+// written rounded down to `time_origin_ns` (the trace's start) plus a multiple of `time_unit_ns`
+// (CUMEMTRACE_TIME_RESOLUTION).
+bool WriteEventBatch(ByteBuffer* out, const EventRecord* events, size_t count, uint64_t complete_below = 0,
+                     uint64_t time_unit_ns = 1, int64_t time_origin_ns = 0);
 bool WriteTrailer(ByteBuffer* out, const TrailerRecord& trailer);
 
 }  // namespace cumemtrace::preload

@@ -17,7 +17,9 @@ inline constexpr uint64_t kMagic = 0x435254454d454d43ull;  // "CUMEMTRC" little-
 // Version 4: TORCH_ALLOC_GRAD / TORCH_ALLOC_NO_GRAD rows (a block with autograd's grad mode).
 // Version 5: TORCH_SEGMENT_FREE and TORCH_SEGMENT_UNMAP rows have a stack (RowHasStack); event batches may come
 // zstd-compressed (packet events_zstd).
-inline constexpr uint32_t kFormatVersion = 5;
+// Version 6: event batches may come as parts of a zstd frame that runs across packets (packet events_stream), and
+// may store their times in units of time_unit_ns.
+inline constexpr uint32_t kFormatVersion = 6;
 inline constexpr int32_t kHostDevice = -1;
 
 // Field numbers (see trace.proto).
@@ -27,7 +29,8 @@ namespace packet {
 inline constexpr uint32_t kHeader = 1, kThread = 2, kModule = 3, kStackNodes = 4, kEvents = 5, kStrings = 6,
                           kSymbols = 7, kTrailer = 8, kDevice = 9, kPythonFrames = 10,
                           kMemorySample = 11, kNotice = 12, kAllocatorAttach = 13, kPhase = 14,
-                          kHeaderCopy = 15, kGpuProcesses = 16, kEventsZstd = 17;
+                          kHeaderCopy = 15, kGpuProcesses = 16, kEventsZstd = 17,
+                          kEventsStream = 18;
 }
 namespace header {
 inline constexpr uint32_t kMagic = 1, kFormatVersion = 2, kToolVersion = 3, kPid = 4, kPpid = 5, kArgv = 6,
@@ -79,7 +82,11 @@ namespace events {
 inline constexpr uint32_t kFirstSeq = 1, kBaseTimeNs = 2, kSeqDelta = 3, kTimeDeltaNs = 4, kApi = 5,
                           kAddressDelta = 6, kSize = 7, kStack = 8, kThread = 9, kDevice = 10, kStream = 11,
                           kAux = 12, kFailures = 13, kCuptiRows = 14, kCompleteBelow = 15,
-                          kThreadRuns = 16, kDeviceRuns = 17, kAddressShift = 18;
+                          kThreadRuns = 16, kDeviceRuns = 17, kAddressShift = 18,
+                          kTimeUnitNs = 19;
+}
+namespace streamed_events {
+inline constexpr uint32_t kPart = 1, kZstd = 2;
 }
 namespace failure {
 inline constexpr uint32_t kRow = 1, kResult = 2, kFreeBytes = 3, kTotalBytes = 4, kHasMemInfo = 5;

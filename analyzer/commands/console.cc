@@ -27,6 +27,11 @@ std::string TraceWarning(const TraceInfo& info) {
                     " damaged packets (", info.stats.skipped_bytes,
                     " bytes): what they held is missing from the report\n");
   }
+  if (info.stats.undecodable_batches != 0) {
+    absl::StrAppend(&out, "warning: ", info.path, ": ", info.stats.undecodable_batches,
+                    " compressed event batches could not be inflated (an earlier part of their zstd frame was "
+                    "damaged): their events are missing from the report\n");
+  }
   const NoticeInfo* write_failed = nullptr;
   for (const NoticeInfo& n : info.notices) {
     if (n.code == format::NoticeCode::kWriteFailed) write_failed = &n;

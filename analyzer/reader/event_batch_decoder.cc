@@ -92,6 +92,11 @@ absl::Status DecodeEventBatch(const BatchColumns& given, DecodeScratch* scratch,
     return absl::DataLossError(absl::StrCat("event batch address_shift is ", c.address_shift, " (at most 63)"));
   }
   const uint32_t address_shift = static_cast<uint32_t>(c.address_shift);
+  // A unit longer than a second is damage, not a resolution anyone asks for.
+  if (c.time_unit_ns > 1000000000) {
+    return absl::DataLossError(absl::StrCat("event batch time_unit_ns is ", c.time_unit_ns, " (at most 1 s)"));
+  }
+  const uint64_t time_unit = c.time_unit_ns == 0 ? 1 : c.time_unit_ns;
   if (!c.seq_delta.empty() && c.seq_delta.size() != rows) {
     return absl::DataLossError(absl::StrCat("event batch column seq_delta has ", c.seq_delta.size(),
                                             " entries for ", rows, " rows (want one per row, or none)"));
@@ -153,7 +158,7 @@ absl::Status DecodeEventBatch(const BatchColumns& given, DecodeScratch* scratch,
   for (size_t i = 0; i < rows; ++i) {
     Event& e = events[i];
     seq = dense_seq ? c.first_seq + i : seq + static_cast<uint64_t>(seq_delta[i]);
-    time += static_cast<uint64_t>(c.time_delta_ns[i]);
+    time += static_cast<uint64_t>(c.time_delta_ns[i]) * time_unit;
     address += static_cast<uint64_t>(c.address_delta[i]) << address_shift;
     const uint32_t api = c.api[i];
     const uint8_t columns = LookupColumns(api);

@@ -42,6 +42,7 @@ struct BatchColumns {
   absl::Span<const uint32_t> thread_runs;  // version 2: run lengths of `thread` (empty: not run-length coded)
   absl::Span<const uint32_t> device_runs;
   uint64_t address_shift = 0;              // version 3: address_delta holds deltas divided by 2^address_shift
+  uint64_t time_unit_ns = 0;               // version 6: time_delta_ns holds deltas in this unit (0 = 1 ns)
   uint32_t format_version = 1;             // the header's: 2 = the stack column covers only rows with a stack
 };
 

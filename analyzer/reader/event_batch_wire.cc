@@ -155,7 +155,7 @@ bool EventBatchWire::Parse(const uint8_t* p, size_t size) {
     const uint32_t type = key & 7;
     if (field == 0 || field > kMaxField) return false;
     if (field == ef::kFirstSeq || field == ef::kBaseTimeNs || field == ef::kCompleteBelow ||
-        field == ef::kAddressShift) {
+        field == ef::kAddressShift || field == ef::kTimeUnitNs) {
       uint64_t v = 0;
       if (type != kVarint || !Varint(p, end, &v)) return false;
       if (field == ef::kFirstSeq) {
@@ -164,6 +164,8 @@ bool EventBatchWire::Parse(const uint8_t* p, size_t size) {
         columns_.complete_below = v;
       } else if (field == ef::kAddressShift) {
         columns_.address_shift = static_cast<uint32_t>(v);  // a uint32 field: protobuf keeps the low 32 bits
+      } else if (field == ef::kTimeUnitNs) {
+        columns_.time_unit_ns = v;
       } else {
         columns_.base_time_ns = static_cast<int64_t>(v);
       }

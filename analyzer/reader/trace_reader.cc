@@ -128,6 +128,11 @@ class Reader {
   absl::Status HandleColumns(const BatchColumns& columns, uint64_t offset);
   // An EventBatch compressed as one zstd frame (format 5): inflated into inflated_, then read as one.
   absl::Status HandleCompressedEvents(const std::string& frame, uint64_t offset);
+  // An EventBatch as the next part of a zstd frame that runs across packets (format 6): inflated with stream_ into
+  // inflated_, then read as one. Parts after a missing one are skipped up to the next frame.
+  absl::Status HandleStreamedEvents(const pb::StreamedEvents& part, uint64_t offset);
+  // Parses an inflated EventBatch in inflated_.
+  absl::Status HandleInflated(uint64_t offset, absl::string_view what);
   absl::Status HandleSymbols(const pb::Symbols& symbols, uint64_t offset);
   absl::Status HandlePythonFrames(const pb::PythonFrames& frames, uint64_t offset);
   absl::Status HandleStackNodes(const pb::StackNodes& nodes, uint64_t offset);
@@ -142,6 +147,7 @@ class Reader {
 
   // Counts a damaged packet and keeps the first reason for the report.
   void NoteDamage(uint64_t offset, const absl::Status& status) {
+    stream_next_part_ = -1;  // the damaged bytes may have held a part of the current frame
     if (stats_.damaged_packets++ == 0) {
       stats_.first_damage_at = offset;
       stats_.first_damage = std::string(status.message());
@@ -166,6 +172,10 @@ class Reader {
   pb::EventBatch batch_;
   EventBatchWire wire_;
   std::string inflated_;  // reused from batch to batch
+  // The zstd frame the events_stream packets are parts of, and the part expected next (-1: none, after damage or
+  // before the first frame).
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> stream_{nullptr, ZSTD_freeDCtx};
+  int64_t stream_next_part_ = -1;
   std::vector<Event> decoded_;
   DecodeScratch scratch_;
   uint32_t format_version_ = 1;  // the header's
@@ -514,6 +524,8 @@ absl::Status Reader::HandlePacket(const uint8_t* data, size_t size, uint64_t off
       return HandleEvents(packet_.events(), offset);
     case pb::Packet::kEventsZstd:
       return HandleCompressedEvents(packet_.events_zstd(), offset);
+    case pb::Packet::kEventsStream:
+      return HandleStreamedEvents(packet_.events_stream(), offset);
     case pb::Packet::kStrings: {
       const pb::Strings& s = packet_.strings();
       for (int i = 0; i < s.value_size(); ++i) visitor_.OnString(s.first_id() + static_cast<uint32_t>(i), s.value(i));
@@ -661,9 +673,12 @@ absl::Status Reader::HandlePythonFrames(const pb::PythonFrames& f, uint64_t offs
   return absl::OkStatus();
 }
 
+namespace {
+// A batch holds at most a few MiB; a frame that says it holds more is damaged, and is not inflated.
+constexpr size_t kMaxBatchBytes = size_t{256} << 20;
+}  // namespace
+
 absl::Status Reader::HandleCompressedEvents(const std::string& frame, uint64_t offset) {
-  // A batch holds at most a few MiB; a frame that says it holds more is damaged, and is not inflated.
-  constexpr unsigned long long kMaxBatchBytes = 256ull << 20;
   const unsigned long long size = ZSTD_getFrameContentSize(frame.data(), frame.size());
   if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN) {
     return Corrupt(offset, "the compressed event batch is not a zstd frame that states its size");
@@ -678,10 +693,55 @@ absl::Status Reader::HandleCompressedEvents(const std::string& frame, uint64_t o
     return Corrupt(offset, absl::StrCat("the compressed event batch does not inflate (",
                                         ZSTD_isError(got) != 0 ? ZSTD_getErrorName(got) : "short", ")"));
   }
+  return HandleInflated(offset, "the compressed event batch");
+}
+
+absl::Status Reader::HandleStreamedEvents(const pb::StreamedEvents& part, uint64_t offset) {
+  if (part.part() == 0) {
+    if (stream_ == nullptr) stream_.reset(ZSTD_createDCtx());
+    if (stream_ == nullptr) return absl::ResourceExhaustedError("out of memory for a zstd stream");
+    ZSTD_DCtx_reset(stream_.get(), ZSTD_reset_session_only);
+    // A frame's window is what its parts may refer back to; the preload's is a few MiB (more is damage).
+    ZSTD_DCtx_setParameter(stream_.get(), ZSTD_d_windowLogMax, 27);
+    stream_next_part_ = 0;
+  }
+  if (static_cast<int64_t>(part.part()) != stream_next_part_) {
+    // A part of a frame whose earlier part was lost: its bytes refer to what that part held.
+    stream_next_part_ = -1;
+    ++stats_.undecodable_batches;
+    return absl::OkStatus();
+  }
+  ++stream_next_part_;
+  inflated_.resize(std::max<size_t>(inflated_.capacity(), size_t{1} << 16));
+  ZSTD_inBuffer in{part.zstd().data(), part.zstd().size(), 0};
+  size_t produced = 0;
+  // The preload flushed the frame after the batch: its bytes give out the whole batch, and nothing more.
+  while (true) {
+    ZSTD_outBuffer out{inflated_.data(), inflated_.size(), produced};
+    const size_t r = ZSTD_decompressStream(stream_.get(), &out, &in);
+    produced = out.pos;
+    if (ZSTD_isError(r) != 0) {
+      stream_next_part_ = -1;
+      return Corrupt(offset, absl::StrCat("the streamed event batch does not inflate (", ZSTD_getErrorName(r), ")"));
+    }
+    if (in.pos == in.size && out.pos < out.size) break;
+    if (inflated_.size() >= kMaxBatchBytes) {
+      stream_next_part_ = -1;
+      return Corrupt(offset, absl::StrCat("the streamed event batch inflates to more than ", kMaxBatchBytes,
+                                          " bytes"));
+    }
+    inflated_.resize(inflated_.size() * 2);
+  }
+  inflated_.resize(produced);
+  if (produced == 0) return absl::OkStatus();  // a part that only ends its frame
+  return HandleInflated(offset, "the streamed event batch");
+}
+
+absl::Status Reader::HandleInflated(uint64_t offset, absl::string_view what) {
   const auto* body = reinterpret_cast<const uint8_t*>(inflated_.data());
   if (wire_.Parse(body, inflated_.size())) return HandleColumns(wire_.columns(), offset);
   if (!batch_.ParseFromArray(inflated_.data(), static_cast<int>(inflated_.size()))) {
-    return Corrupt(offset, "the compressed event batch does not parse");
+    return Corrupt(offset, absl::StrCat(what, " does not parse"));
   }
   return HandleEvents(batch_, offset);
 }
@@ -710,6 +770,7 @@ absl::Status Reader::HandleEvents(const pb::EventBatch& b, uint64_t offset) {
   c.device_runs = AsSpan(b.device_runs());
   c.complete_below = b.complete_below();
   c.address_shift = b.address_shift();
+  c.time_unit_ns = b.time_unit_ns();
   return HandleColumns(c, offset);
 }
 

@@ -237,6 +237,9 @@ struct ReadStats {
   uint64_t skipped_bytes = 0;
   uint64_t first_damage_at = 0;
   std::string first_damage;
+  // Compressed event batches (format 6's events_stream parts) that are intact but could not be inflated: an earlier
+  // part of their zstd frame was in damaged bytes. Their events are missing.
+  uint64_t undecodable_batches = 0;
   // The header was damaged and its copy (written by preloads since format version 3's header_copy) stood in for it:
   // the command line, host name and executable are unknown. header_copy_at is the copy's byte offset.
   bool header_recovered = false;

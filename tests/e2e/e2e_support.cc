@@ -415,4 +415,42 @@ std::string RunAnalyzer(const std::vector<std::string>& args, std::string* err_t
   return slurp(out);
 }
 
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+uint64_t Varint(const std::string& b, size_t* pos) {
+  uint64_t value = 0;
+  for (int shift = 0; *pos < b.size() && shift < 64; shift += 7) {
+    const uint8_t byte = static_cast<uint8_t>(b[(*pos)++]);
+    value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) break;
+  }
+  return value;
+}
+
+std::vector<FramedPacket> Packets(const std::string& b) {
+  std::vector<FramedPacket> packets;
+  size_t pos = 0;
+  while (pos < b.size() && static_cast<uint8_t>(b[pos]) == 0x0a) {
+    FramedPacket p;
+    p.start = pos++;
+    const uint64_t length = Varint(b, &pos);
+    size_t body = pos;
+    p.field = static_cast<uint32_t>(Varint(b, &body) >> 3);
+    pos += length;
+    p.bytes = pos - p.start;
+    packets.push_back(p);
+  }
+  EXPECT_EQ(pos, b.size()) << "the file is not whole packets";
+  return packets;
+}
+
+std::string WriteDamaged(const RunResult& run, const std::string& name, const std::string& bytes) {
+  const std::string path = run.dir + "/" + name;
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return path;
+}
+
 }  // namespace cumemtrace::e2e

@@ -138,6 +138,24 @@ std::vector<std::string> CanonicalLedger(const std::vector<LedgerEntry>& entries
 // must share (which address a thread gets depends on how the threads interleave).
 std::vector<std::string> UnorderedLedger(const std::vector<LedgerEntry>& entries);
 
+// The whole file at `path` ("" when it cannot be read).
+std::string Slurp(const std::string& path);
+
+// A packet of a trace file: where it starts, how many bytes it takes with its framing, and which Packet field it
+// holds.
+struct FramedPacket {
+  size_t start = 0;
+  size_t bytes = 0;
+  uint32_t field = 0;
+};
+// The packets of a whole trace file (a test failure when it is not whole packets).
+std::vector<FramedPacket> Packets(const std::string& bytes);
+// A protobuf varint at *pos, which moves past it.
+uint64_t Varint(const std::string& bytes, size_t* pos);
+
+// Writes `bytes` as `name` in the run's folder (removed with it); returns the path.
+std::string WriteDamaged(const RunResult& run, const std::string& name, const std::string& bytes);
+
 }  // namespace cumemtrace::e2e
 
 #endif  // CUMEMTRACE_TESTS_E2E_E2E_SUPPORT_H_

@@ -30,11 +30,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 // The lines of the run's stderr that the preload wrote.
 std::vector<std::string> PreloadLines(const RunResult& run) {
   std::istringstream in(Slurp(run.dir + "/stderr.txt"));
@@ -234,46 +229,6 @@ TEST(E2eFileSizeLimit, KeepsTheWholePacketsThatFitWhenTheFlushThreadWrites) { Ex
 // with SIGXFSZ (exit status 153 under bash), and the file had no event.
 TEST(E2eFileSizeLimit, KeepsTheWholePacketsThatFitWhenTheProgramsThreadWrites) { ExpectLargestPrefixKept(3000); }
 
-// A packet of the file: where it starts, how many bytes it takes with its framing, and which Packet field it holds.
-struct FramedPacket {
-  size_t start = 0;
-  size_t bytes = 0;
-  uint32_t field = 0;
-};
-
-uint64_t Varint(const std::string& b, size_t* pos) {
-  uint64_t value = 0;
-  for (int shift = 0; *pos < b.size() && shift < 64; shift += 7) {
-    const uint8_t byte = static_cast<uint8_t>(b[(*pos)++]);
-    value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-    if ((byte & 0x80) == 0) break;
-  }
-  return value;
-}
-
-std::vector<FramedPacket> Packets(const std::string& b) {
-  std::vector<FramedPacket> packets;
-  size_t pos = 0;
-  while (pos < b.size() && static_cast<uint8_t>(b[pos]) == 0x0a) {
-    FramedPacket p;
-    p.start = pos++;
-    const uint64_t length = Varint(b, &pos);
-    size_t body = pos;
-    p.field = static_cast<uint32_t>(Varint(b, &body) >> 3);
-    pos += length;
-    p.bytes = pos - p.start;
-    packets.push_back(p);
-  }
-  EXPECT_EQ(pos, b.size()) << "the file is not whole packets";
-  return packets;
-}
-
-std::string WriteDamaged(const RunResult& run, const std::string& name, const std::string& bytes) {
-  const std::string path = run.dir + "/" + name;
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  return path;
-}
-
 // A trace of 800 000 events (several MiB) holds copies of what a reader needs of its header: one in the first unit
 // after the header's, about one per MiB, one before the trailer; each is small.
 TEST(E2eHeaderCopies, TheHeaderIsRepeatedCheaply) {
@@ -433,35 +388,6 @@ TEST(E2eHeaderCopies, RedactLeavesOutAHeaderItCannotParse) {
   EXPECT_EQ(trace.stats.skipped_bytes, 0u);
   EXPECT_EQ(trace.events.size(), CollectTrace(run.trace_path).events.size());
   if (!testing::Test::HasFailure()) RemoveRunDir(run);
-}
-
-// Event batches are written zstd-compressed when libzstd.so.1 loads (trace format 5), and read back as the events
-// the program made (the fake driver's ledger, one by one); CUMEMTRACE_COMPRESS=0 writes them plain.
-TEST(E2eCompression, BatchesAreCompressedUnlessTurnedOff) {
-  for (const char* compress : {"1", "0"}) {
-    SCOPED_TRACE(compress);
-    const RunResult run = RunProgram(
-        {.program = "storm", .env = {{"CUMEMTRACE_COMPRESS", compress}}, .args = {"threads", "2", "20000"}});
-    ASSERT_EQ(run.exit_code, 0) << run.Describe();
-    const std::vector<FramedPacket> packets = Packets(Slurp(run.trace_path));
-    const auto count = [&](uint32_t field) {
-      return std::count_if(packets.begin(), packets.end(), [field](const FramedPacket& p) { return p.field == field; });
-    };
-    if (std::string(compress) == "1") {
-      EXPECT_GT(count(format::field::packet::kEventsZstd), 0);
-    } else {
-      EXPECT_EQ(count(format::field::packet::kEventsZstd), 0);
-      EXPECT_GT(count(format::field::packet::kEvents), 0);
-    }
-    std::vector<LedgerEntry> ledger;
-    ASSERT_TRUE(ReadLedger(run.ledger_path, &ledger).ok());
-    const CollectedTrace trace = CollectTrace(run.trace_path);
-    ASSERT_TRUE(trace.status.ok()) << trace.status;
-    EXPECT_EQ(trace.stats.damaged_packets, 0u);
-    EXPECT_EQ(MultisetDifference(LedgerKeys(ledger, true), EventKeys(trace, true)), "");
-    EXPECT_EQ(trace.events.size(), ledger.size());
-    if (!testing::Test::HasFailure()) RemoveRunDir(run);
-  }
 }
 
 }  // namespace

@@ -179,6 +179,7 @@ void WriteHealth(JsonWriter& w, const Overview& o) {
   w.Member("max_lateness", s.max_lateness);
   w.Member("damaged_packets", s.damaged_packets);
   w.Member("skipped_bytes", s.skipped_bytes);
+  w.Member("undecodable_batches", s.undecodable_batches);
   w.Member("failed_allocations", o.model.failed_allocations);
   w.Member("failed_frees", o.model.failed_frees);
   w.Member("unmatched_frees", o.model.unmatched_frees);

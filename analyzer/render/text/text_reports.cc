@@ -341,6 +341,10 @@ void AppendHealth(const Overview& o, std::string* out) {
     absl::StrAppendFormat(out, ", %d damaged packets skipped (%d bytes)", info.stats.damaged_packets,
                           info.stats.skipped_bytes);
   }
+  if (info.stats.undecodable_batches != 0) {
+    absl::StrAppendFormat(out, ", %d compressed batches not inflated (their frame was damaged)",
+                          info.stats.undecodable_batches);
+  }
   if (o.model.unmatched_frees != 0) absl::StrAppendFormat(out, ", %d frees of nothing live", o.model.unmatched_frees);
   if (o.model.predating_torch_frees != 0) {
     absl::StrAppendFormat(out, ", %d PyTorch blocks freed that were allocated before the tracker was attached",
