@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -342,6 +343,30 @@ TEST_F(EncoderConformance, EventBatchColumns) {
   EXPECT_TRUE(b.failures(0).has_mem_info());
   EXPECT_EQ(b.failures(0).free_bytes(), 123u);
   EXPECT_EQ(b.failures(0).total_bytes(), 456u);
+}
+
+// Format version 6 (CUMEMTRACE_TIME_RESOLUTION): times are rounded down to the origin plus a multiple of the unit,
+// also before the origin, and the deltas are in units. The origin is not a multiple of the unit, so rounding from 0
+// would give other times.
+TEST_F(EncoderConformance, EventBatchTimeUnitRoundsDownFromTheOrigin) {
+  constexpr int64_t kOrigin = 1'000'000'123;
+  constexpr uint64_t kUnit = 1000;
+  const std::vector<std::pair<int64_t, int64_t>> times = {  // {recorded, written}, relative to the origin
+      {4999, 4000}, {7000, 7000}, {-1, -1000}, {-2500, -3000}, {0, 0}, {999, 0}};
+  std::vector<EventRecord> ev;
+  for (size_t i = 0; i < times.size(); ++i) {
+    ev.push_back(Event(1 + i, kOrigin + times[i].first, Api::kCuMemAlloc, 0x200000 * (i + 1), 64));
+  }
+  ASSERT_TRUE(WriteEventBatch(&buffer_, ev.data(), ev.size(), /*complete_below=*/1, kUnit, kOrigin));
+  const auto b = OnlyPacket().events();
+  EXPECT_EQ(b.time_unit_ns(), kUnit);
+  EXPECT_EQ(b.base_time_ns(), kOrigin + 4000);
+  ASSERT_EQ(b.time_delta_ns_size(), static_cast<int>(times.size()));
+  int64_t time = b.base_time_ns();
+  for (int i = 0; i < b.time_delta_ns_size(); ++i) {
+    time += b.time_delta_ns(i) * static_cast<int64_t>(kUnit);
+    EXPECT_EQ(time, kOrigin + times[i].second) << i;
+  }
 }
 
 TEST_F(EncoderConformance, ConstantColumnsAreWrittenOnceAndContiguousSeqOmitted) {

@@ -5,7 +5,11 @@ AdamW: every allocation on the step's critical path, about 1000 trace rows per s
 larger than the card. Prints one JSON line: steps, PyTorch's allocation count, the OOM message's first line.
 Exit 3 without CUDA.
 
-Usage: long_run_oom.py SECONDS
+With MAX_STEPS the loop also stops after that many steps (two runs then make the same allocations, whatever their
+speed: a run traced two ways is compared report by report); with LEAK_EVERY it keeps a 16 KiB tensor every that many
+steps (a slow leak, for the leak report's growth).
+
+Usage: long_run_oom.py SECONDS [MAX_STEPS [LEAK_EVERY]]
 """
 import json
 import sys
@@ -18,6 +22,9 @@ def main():
     if not torch.cuda.is_available():
         sys.exit(3)
     seconds = float(sys.argv[1])
+    max_steps = int(sys.argv[2]) if len(sys.argv) > 2 else None
+    leak_every = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    kept = []
     from transformers import GPT2Config, GPT2LMHeadModel
     device = torch.device("cuda", 0)
     torch.manual_seed(0)
@@ -27,12 +34,14 @@ def main():
     ids = torch.randint(0, config.vocab_size, (2, 64), device=device)
     steps = 0
     end = time.monotonic() + seconds
-    while time.monotonic() < end:
+    while time.monotonic() < end and (max_steps is None or steps < max_steps):
         loss = model(ids, labels=ids).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         steps += 1
+        if leak_every and steps % leak_every == 0:
+            kept.append(loss.detach().expand(4096).clone())  # leak-kept
     torch.cuda.synchronize()
     message = ""
     try:
@@ -40,7 +49,8 @@ def main():
     except torch.OutOfMemoryError as e:
         message = str(e).splitlines()[0]
     stats = torch.cuda.memory_stats()
-    print(json.dumps({"steps": steps, "allocations": stats["allocation.all.allocated"], "oom": message}))
+    print(json.dumps({"steps": steps, "allocations": stats["allocation.all.allocated"], "kept": len(kept),
+                      "oom": message}))
 
 
 if __name__ == "__main__":
