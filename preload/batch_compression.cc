@@ -47,12 +47,12 @@ ByteBuffer g_scratch;  // the compressed batch, before it replaces the plain one
 uint32_t g_next_part = 0;
 size_t g_frame_input = 0;
 
-// Level 1: zstd's fastest standard level; the writer keeps up with any event rate. Level 3 made a real PyTorch
-// trace 10 % smaller at 2.7 times the memory and 1.4 times the time.
+// Level 1: zstd's fastest standard level; the writer keeps up with any event rate. Level 3 made real PyTorch traces
+// 5 to 10 % smaller at 2.7 times the memory and 1.4 times the time (docs/performance.md, "Runs of hours").
 constexpr int kLevel = 1;
 constexpr size_t kScratchStart = size_t{1} << 20;
-// About 55 batches of a PyTorch training loop: a damaged packet costs at most that; starting a frame costs the
-// first batch's reference to earlier ones (about 2 % of the trace at this size).
+// About 55 batches of a PyTorch training loop: a damaged packet costs at most that; starting frames this often made
+// a real trace about 1 % larger than one frame did.
 constexpr size_t kFrameInputBytes = size_t{4} << 20;
 
 }  // namespace
@@ -142,7 +142,13 @@ bool CompressEventBatchIoLocked(ByteBuffer* out, size_t packet_start) {
     }
     g_scratch.Commit(zout.pos);
   } while (remaining != 0 || in.pos < in.size);
-  // The part replaces the plain batch even when it is not smaller: the frame's later parts refer to it.
+  // A part no smaller than the batch (a few events, or bytes that do not compress) is not written: the batch stays
+  // plain and the next one starts a new frame, whose parts cannot refer to a part missing from the file. So a
+  // compressed batch is never larger than the plain one, and a size limit's arithmetic on the plain batch holds.
+  if (g_scratch.size() + 4 * kMaxVarintBytes >= length) {
+    RestartBatchCompression();
+    return true;
+  }
   out->Truncate(packet_start);
   WireEncoder e(out);
   const size_t outer = e.Begin(format::field::kTracePacket);
@@ -151,7 +157,7 @@ bool CompressEventBatchIoLocked(ByteBuffer* out, size_t packet_start) {
   e.Bytes(format::field::streamed_events::kZstd, g_scratch.data(), g_scratch.size());
   e.End(inner);
   e.End(outer);
-  if (!out->ok()) {
+  if (!out->ok()) {  // cannot happen: the part fits where the plain batch was
     out->Truncate(packet_start);
     out->ClearError();
     RestartBatchCompression();

@@ -24,10 +24,10 @@ namespace cumemtrace::preload {
 // Loads libzstd (once; on the flush thread, before it takes any lock).
 void LoadBatchCompression();
 
-// `out` ends with one events packet, from `packet_start`. Replaces it with the next part of the compressed stream.
-// Returns false only when the batch was lost (out's memory failed while rewriting it: the packet is then gone);
-// true when it was compressed or left as it was (no libzstd, or a compression error: the next batch then starts a
-// new frame). Called with g_io_lock held.
+// `out` ends with one events packet, from `packet_start`. Replaces it with the next part of the compressed stream
+// when that is smaller. Returns false only when the batch was lost (out's memory failed while rewriting it: the
+// packet is then gone); true when it was compressed or left as it was (no libzstd; a part no smaller than the
+// batch, or a compression error: the next batch then starts a new frame). Called with g_io_lock held.
 bool CompressEventBatchIoLocked(ByteBuffer* out, size_t packet_start);
 
 // The next batch starts a new frame (a forked child's trace must not refer to its parent's batches). Called with
