@@ -111,6 +111,8 @@ def streamed_events(data, start, end):
             length, pos = varint(data, pos)
             payload = data[pos:pos + length]
             pos += length
+        elif key == (3 << 3) | 5:  # crc32c
+            pos += 4
         else:
             raise ValueError(f"unexpected field {key >> 3} in a streamed batch")
     return part, payload

@@ -9,6 +9,7 @@
 
 #include "preload/recorder_state.h"
 #include "preload/wire_encoder.h"
+#include "proto/crc32c.h"
 #include "proto/format.h"
 
 namespace cumemtrace::preload {
@@ -120,6 +121,7 @@ bool CompressEventBatchIoLocked(ByteBuffer* out, size_t packet_start) {
   n = ReadVarint(p, end, &length);
   if (n == 0 || length != static_cast<uint64_t>(end - p - n)) return true;
   p += n;
+  const uint32_t crc = format::Crc32c(p, length);
   if (g_next_part == 0) g_zstd.reset(g_zstd.cctx, kZstdResetSession);
   g_frame_input += length;
   const bool last = g_frame_input >= kFrameInputBytes;
@@ -155,6 +157,7 @@ bool CompressEventBatchIoLocked(ByteBuffer* out, size_t packet_start) {
   const size_t inner = e.Begin(format::field::packet::kEventsStream);
   e.Uint64(format::field::streamed_events::kPart, g_next_part);
   e.Bytes(format::field::streamed_events::kZstd, g_scratch.data(), g_scratch.size());
+  e.Fixed32(format::field::streamed_events::kCrc32c, crc);
   e.End(inner);
   e.End(outer);
   if (!out->ok()) {  // cannot happen: the part fits where the plain batch was

@@ -43,7 +43,7 @@ inline uint64_t ZigZag(int64_t value) {
 
 class WireEncoder {
  public:
-  enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2 };
+  enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
 
   explicit WireEncoder(ByteBuffer* buffer) : buffer_(buffer) {}
 
@@ -77,6 +77,14 @@ class WireEncoder {
     if (p == nullptr) return;
     memcpy(p, &value, 8);  // x86-64 and aarch64 are little-endian, as the wire format is
     buffer_->Commit(8);
+  }
+  // Written even when zero (for proto3 `optional` fields).
+  void Fixed32(uint32_t field, uint32_t value) {
+    Tag(field, kFixed32);
+    uint8_t* p = buffer_->Reserve(4);
+    if (p == nullptr) return;
+    memcpy(p, &value, 4);
+    buffer_->Commit(4);
   }
   void Bytes(uint32_t field, const void* data, size_t size) {
     Tag(field, kLengthDelimited);

@@ -86,7 +86,7 @@ inline constexpr uint32_t kFirstSeq = 1, kBaseTimeNs = 2, kSeqDelta = 3, kTimeDe
                           kTimeUnitNs = 19;
 }
 namespace streamed_events {
-inline constexpr uint32_t kPart = 1, kZstd = 2;
+inline constexpr uint32_t kPart = 1, kZstd = 2, kCrc32c = 3;
 }
 namespace failure {
 inline constexpr uint32_t kRow = 1, kResult = 2, kFreeBytes = 3, kTotalBytes = 4, kHasMemInfo = 5;

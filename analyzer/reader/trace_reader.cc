@@ -20,6 +20,7 @@
 #include "analyzer/reader/event_batch_decoder.h"
 #include "analyzer/reader/event_batch_wire.h"
 #include "analyzer/reader/reorder_window.h"
+#include "proto/crc32c.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/stubs/logging.h"
 #include "proto/trace.pb.h"
@@ -733,6 +734,10 @@ absl::Status Reader::HandleStreamedEvents(const pb::StreamedEvents& part, uint64
     inflated_.resize(inflated_.size() * 2);
   }
   inflated_.resize(produced);
+  if (part.has_crc32c() && format::Crc32c(inflated_.data(), inflated_.size()) != part.crc32c()) {
+    stream_next_part_ = -1;
+    return Corrupt(offset, "the streamed event batch inflates to bytes whose CRC-32C is not the one written");
+  }
   if (produced == 0) return absl::OkStatus();  // a part that only ends its frame
   return HandleInflated(offset, "the streamed event batch");
 }

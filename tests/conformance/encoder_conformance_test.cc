@@ -14,6 +14,7 @@
 #include "preload/module_map.h"
 #include "preload/stack_table.h"
 #include "preload/trace_writer.h"
+#include "proto/crc32c.h"
 #include "proto/format.h"
 #include "proto/trace.pb.h"
 
@@ -367,6 +368,19 @@ TEST_F(EncoderConformance, EventBatchTimeUnitRoundsDownFromTheOrigin) {
     time += b.time_delta_ns(i) * static_cast<int64_t>(kUnit);
     EXPECT_EQ(time, kOrigin + times[i].second) << i;
   }
+}
+
+// The streamed batches' checksum is the standard CRC-32C (its check value, and RFC 3720's test vectors).
+TEST(Crc32c, StandardCheckValues) {
+  const std::string digits = "123456789";
+  EXPECT_EQ(format::Crc32c(digits.data(), digits.size()), 0xe3069283u);
+  const std::vector<uint8_t> zeros(32, 0), ones(32, 0xff);
+  EXPECT_EQ(format::Crc32c(zeros.data(), zeros.size()), 0x8a9136aau);
+  EXPECT_EQ(format::Crc32c(ones.data(), ones.size()), 0x62a8ab43u);
+  std::vector<uint8_t> ascending(32);
+  for (size_t i = 0; i < ascending.size(); ++i) ascending[i] = static_cast<uint8_t>(i);
+  EXPECT_EQ(format::Crc32c(ascending.data(), ascending.size()), 0x46dd794eu);
+  EXPECT_EQ(format::Crc32c(nullptr, 0), 0u);
 }
 
 TEST_F(EncoderConformance, ConstantColumnsAreWrittenOnceAndContiguousSeqOmitted) {

@@ -128,6 +128,35 @@ TEST(E2eCompression, ADamagedPartCostsOnlyTheRestOfItsFrame) {
   if (!testing::Test::HasFailure()) RemoveRunDir(run);
 }
 
+// A bit flipped inside a part's compressed bytes (its framing whole): zstd may inflate it without an error, to
+// wrong bytes that every later part of the frame would build on. The part's CRC-32C catches it: the part counts as
+// damaged, the rest of its frame is skipped, and nothing made up reaches the report.
+TEST(E2eCompression, AFlippedBitInsideAPartIsCaughtByItsChecksum) {
+  const RunResult run = RunProgram({.program = "storm", .args = kStormArgs});
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  const std::string bytes = Slurp(run.trace_path);
+  const std::vector<FramedPacket> packets = Packets(bytes);
+  const std::vector<const FramedPacket*> parts = StreamParts(packets);
+  ASSERT_GT(parts.size(), 4u);
+  std::vector<LedgerEntry> ledger;
+  ASSERT_TRUE(ReadLedger(run.ledger_path, &ledger).ok());
+  const std::vector<std::string> expected = LedgerKeys(ledger, true);
+  // Bits at several places of the second part's payload (past its tags and lengths, before its checksum).
+  const FramedPacket& part = *parts[1];
+  for (size_t at : {part.bytes / 3, part.bytes / 2, part.bytes * 2 / 3}) {
+    SCOPED_TRACE(at);
+    std::string damaged = bytes;
+    damaged[part.start + at] = static_cast<char>(damaged[part.start + at] ^ 0x10);
+    const CollectedTrace trace = CollectTrace(WriteDamaged(run, "flipped.pb", damaged));
+    ASSERT_TRUE(trace.status.ok()) << trace.status;
+    EXPECT_EQ(trace.stats.damaged_packets, 1u);
+    EXPECT_GT(trace.stats.undecodable_batches, 0u) << "the rest of the frame is skipped";
+    EXPECT_EQ(NotIn(expected, EventKeys(trace, true)), "");
+    EXPECT_LT(trace.events.size(), ledger.size());
+  }
+  if (!testing::Test::HasFailure()) RemoveRunDir(run);
+}
+
 // CUMEMTRACE_TIME_RESOLUTION=10us: every time is the trace's start plus a multiple of 10 us, the events are the
 // program's, and the trace is smaller than at 1 ns. A value it does not know is one warning, and 1 ns.
 TEST(E2eCompression, TimesAreWrittenAtTheResolutionAsked) {

@@ -100,6 +100,36 @@ TEST(DamagedExample, InsertedByteInTheLastPacketsKeepsEveryEvent) {
   }
 }
 
+// A trace whose batches are one zstd stream (format 6) cut anywhere: every part before the cut inflates, the
+// part the cut falls in is lost whole (and with it nothing of the parts before it), and a cut is never damage.
+// Cut at every packet's start and in the middle of every packet, since a cut at every byte of this larger trace
+// would take minutes.
+TEST(DamagedExample, AStreamedTraceCutAnywhereReadsEveryPartBeforeTheCut) {
+  const std::string bytes = Slurp(std::string(CUMEMTRACE_EXAMPLES_DIR) + "/long_run_10us_h100.pb");
+  absl::Status status;
+  ReadStats full_stats;
+  const uint64_t all = ReadBytes(bytes, &status, &full_stats);
+  ASSERT_TRUE(status.ok()) << status;
+  ASSERT_GT(all, 0u);
+  const std::vector<size_t> starts = PacketStarts(bytes);
+  uint64_t previous = 0;
+  for (size_t i = 1; i < starts.size(); ++i) {
+    const size_t end = i + 1 < starts.size() ? starts[i + 1] : bytes.size();
+    ReadStats at_start, in_middle;
+    const uint64_t before = ReadBytes(bytes.substr(0, starts[i]), &status, &at_start);
+    ASSERT_TRUE(status.ok()) << "cut at " << starts[i] << ": " << status;
+    const uint64_t inside = ReadBytes(bytes.substr(0, (starts[i] + end) / 2), &status, &in_middle);
+    ASSERT_TRUE(status.ok()) << "cut at " << (starts[i] + end) / 2 << ": " << status;
+    ASSERT_EQ(inside, before) << "packet " << i << ": a cut inside it changes what the packets before it give";
+    ASSERT_GE(before, previous) << "packet " << i;
+    ASSERT_EQ(at_start.damaged_packets + in_middle.damaged_packets, 0u) << "packet " << i << ": a cut is not damage";
+    ASSERT_EQ(at_start.undecodable_batches + in_middle.undecodable_batches, 0u) << "packet " << i;
+    previous = before;
+  }
+  EXPECT_LE(previous, all);
+  EXPECT_GT(previous, all / 2);
+}
+
 // Traces written before header copies existed read as before: intact, with nothing recovered; with a damaged
 // header, not as a trace (there is nothing to stand in for it), with the same error as ever.
 TEST(DamagedExample, AHeaderWithoutCopiesIsStillTheOnlyOne) {

@@ -15,6 +15,7 @@
 
 #include "analyzer/commands/run_cli.h"
 #include "analyzer/model/torch/allocator_map.h"
+#include "analyzer/reader/trace_reader.h"
 #include "gtest/gtest.h"
 #include "tests/golden/golden_support.h"
 #include "tests/unit/analyzer/cli_runner.h"
@@ -122,6 +123,55 @@ TEST(GoldenBlocks, SlowLeakKeepsCacheApartFromTensors) {
   }
   EXPECT_TRUE(cache_flagged);
   EXPECT_TRUE(tensors_at_the_loop);
+}
+
+// A run of hours as traced with `--time-resolution 10us` (trace format 6: batches as one zstd stream, times in
+// 10 us units): 200 steps of the CPU-bound GPT-2 loop keeping a 16 KiB tensor every 10 steps, then an OOM. What the
+// reports say is PyTorch's own figures, and every time lies on the grid.
+TEST(GoldenBlocks, LongRunAtTenMicrosecondsEqualsMemoryStats) {
+  const std::string trace = Example("long_run_10us_h100.pb");
+  const JsonValue truth = Truth("long_run_10us_h100_truth.json");
+  const JsonValue& stats = truth["memory_stats"];
+
+  struct Grid : TraceVisitor {
+    void OnHeader(const TraceHeader& h) override { header = h; }
+    void OnEvent(const Event& e) override {
+      off_grid += (e.time_ns - header.start_time_ns) % 10000 != 0;
+      blocks += e.info != nullptr && e.info->kind == format::Kind::kTorchBlock && e.info->op == format::Op::kAlloc;
+    }
+    TraceHeader header;
+    uint64_t off_grid = 0, blocks = 0;
+  } grid;
+  ReadStats read;
+  ASSERT_TRUE(ReadTrace(trace, grid, &read).ok());
+  EXPECT_EQ(grid.header.format_version, 6u);
+  EXPECT_EQ(read.damaged_packets + read.undecodable_batches, 0u);
+  EXPECT_EQ(grid.off_grid, 0u);
+  EXPECT_EQ(grid.blocks, truth["allocations"].uinteger());
+
+  const JsonValue peak = Report({"peak", trace});
+  const JsonValue& d = peak["allocator"]["devices"].array().at(0);
+  EXPECT_EQ(d["allocated_peak_bytes"].uinteger(), Stat(stats, "allocated_bytes.all.peak"));
+  EXPECT_EQ(d["requested_peak_bytes"].uinteger(), Stat(stats, "requested_bytes.all.peak"));
+  EXPECT_EQ(d["reserved_peak_bytes"].uinteger(), Stat(stats, "reserved_bytes.all.peak"));
+
+  // At the OOM: the live tensors are PyTorch's allocated bytes, the kept ones among them at their line.
+  const JsonValue oom = Report({"oom", trace});
+  ASSERT_EQ(oom["torch_ooms"].array().size(), 1u);
+  const JsonValue& at = oom["torch_ooms"].array()[0];
+  uint64_t live = at["tensor_other_bytes"].uinteger();
+  bool kept_found = false;
+  for (const JsonValue& g : at["tensors"].array()) {
+    live += g["bytes"].uinteger();
+    if (g["user_frame"].type() == JsonValue::Type::kObject &&
+        g["user_frame"]["line"].uinteger() == truth["leak_line"].uinteger()) {
+      kept_found = true;
+      EXPECT_EQ(g["count"].uinteger(), truth["kept"].uinteger());
+      EXPECT_EQ(g["bytes"].uinteger(), truth["kept_bytes"].uinteger());
+    }
+  }
+  EXPECT_TRUE(kept_found) << "no live group at the leak-kept line";
+  EXPECT_EQ(live, Stat(stats, "allocated_bytes.all.current"));
 }
 
 }  // namespace

@@ -49,8 +49,17 @@ def main():
     except torch.OutOfMemoryError as e:
         message = str(e).splitlines()[0]
     stats = torch.cuda.memory_stats()
+    keys = ["allocated_bytes.all.peak", "requested_bytes.all.peak", "reserved_bytes.all.peak",
+            "allocated_bytes.all.current", "reserved_bytes.all.current"]
     print(json.dumps({"steps": steps, "allocations": stats["allocation.all.allocated"], "kept": len(kept),
-                      "oom": message}))
+                      "kept_bytes": sum(t.numel() * t.element_size() for t in kept), "leak_line": leak_line(),
+                      "memory_stats": {k: stats[k] for k in keys}, "oom": message}))
+
+
+def leak_line():
+    """The line that keeps a tensor every LEAK_EVERY steps (marked `leak-kept`)."""
+    with open(__file__) as f:
+        return next(i for i, line in enumerate(f, 1) if "# leak-kept" in line and "kept.append" in line)
 
 
 if __name__ == "__main__":
