@@ -787,6 +787,7 @@ absl::Status Reader::HandleColumns(const BatchColumns& given, uint64_t offset) {
     return Corrupt(offset, s.message());
   }
   if (columns.complete_below != 0) window_.ExpectMarks();
+  stats_.time_unit_ns = std::max<uint64_t>(stats_.time_unit_ns, columns.time_unit_ns);
   for (size_t i = 0; i < rows; ++i) {
     const Event& e = decoded_[i];
     if (e.info == nullptr) {

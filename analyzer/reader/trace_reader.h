@@ -240,6 +240,9 @@ struct ReadStats {
   // Compressed event batches (format 6's events_stream parts) that are intact but could not be inflated: an earlier
   // part of their zstd frame was in damaged bytes. Their events are missing.
   uint64_t undecodable_batches = 0;
+  // The coarsest unit the events' times were written in (format 6's time_unit_ns, CUMEMTRACE_TIME_RESOLUTION):
+  // 1 = nanoseconds.
+  uint64_t time_unit_ns = 1;
   // The header was damaged and its copy (written by preloads since format version 3's header_copy) stood in for it:
   // the command line, host name and executable are unknown. header_copy_at is the copy's byte offset.
   bool header_recovered = false;

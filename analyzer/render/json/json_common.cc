@@ -106,6 +106,7 @@ void WriteProcess(JsonWriter& w, const TraceInfo& info) {
   w.Member("start_unix_time_ns", h.start_unix_time_ns);
   w.Member("start_time_ns", h.start_time_ns);
   w.Member("duration_ns", info.DurationNs());
+  w.Member("time_unit_ns", info.stats.time_unit_ns);
   w.Member("driver_version", h.driver_version);
   w.Member("stack_depth", h.stack_depth);
   w.Member("torch_stack_depth", h.torch_stack_depth);

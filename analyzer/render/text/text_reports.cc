@@ -35,12 +35,21 @@ void AppendOrderWarning(const Overview& o, std::string* out) {
                         s.order_marked ? "" : " in a trace without order marks (written by an older preload)");
 }
 
+// ", times to 10 us" for a trace written with CUMEMTRACE_TIME_RESOLUTION, "" for one in nanoseconds.
+std::string TimeResolution(const TraceInfo& info) {
+  const uint64_t unit = info.stats.time_unit_ns;
+  if (unit <= 1) return "";
+  if (unit % 1000000 == 0) return absl::StrCat(", times to ", unit / 1000000, " ms");
+  if (unit % 1000 == 0) return absl::StrCat(", times to ", unit / 1000, " us");
+  return absl::StrCat(", times to ", unit, " ns");
+}
+
 // One line naming the trace and its process, for the reports other than the summary.
 void AppendTraceLine(const Overview& o, std::string* out) {
   AppendOrderWarning(o, out);
   const TraceInfo& info = *o.info;
   absl::StrAppend(out, "trace ", Printable(info.path), ": pid ", info.header.pid, " ", CommandLine(info.header),
-                  ", ran ", Seconds(info.DurationNs()), "\n\n");
+                  ", ran ", Seconds(info.DurationNs()), TimeResolution(info), "\n\n");
   if (o.phases != nullptr) AppendPhaseFilterText(*o.phases, out);
 }
 
@@ -53,7 +62,8 @@ void AppendProcess(const Overview& o, std::string* out) {
   rows.push_back({"process", absl::StrCat("pid ", h.pid, "  ", CommandLine(h))});
   if (!h.executable.empty()) rows.push_back({"executable", Printable(h.executable)});
   rows.push_back({"host", absl::StrCat(h.hostname.empty() ? "unknown" : Printable(h.hostname), "   started ",
-                                       UtcDate(h.start_unix_time_ns), "   ran ", Seconds(info.DurationNs()))});
+                                       UtcDate(h.start_unix_time_ns), "   ran ", Seconds(info.DurationNs()),
+                                       TimeResolution(info))});
   bool first = true;
   for (const auto& [ordinal, d] : info.devices) {
     if (ordinal == format::kHostDevice) continue;
