@@ -68,6 +68,20 @@ std::string ChildPath(const char* pattern) {
   return ForkedChildOutputPath(pattern, 99, "h", "r", out, sizeof(out)) ? std::string(out) : "<failed>";
 }
 
+TEST(ParseTimeResolution, PowersOfTenFromANanosecondToAMillisecond) {
+  EXPECT_EQ(ParseTimeResolution("1ns"), 1u);
+  EXPECT_EQ(ParseTimeResolution("ns"), 1u);
+  EXPECT_EQ(ParseTimeResolution("100ns"), 100u);
+  EXPECT_EQ(ParseTimeResolution("us"), 1000u);
+  EXPECT_EQ(ParseTimeResolution("10us"), 10000u);
+  EXPECT_EQ(ParseTimeResolution("100us"), 100000u);
+  EXPECT_EQ(ParseTimeResolution("1ms"), 1000000u);
+  for (const char* bad : {"", "3us", "10", "10 us", "10ms", "1s", "1000ns", "-1us", "1US", "99999999999999999999us"}) {
+    EXPECT_EQ(ParseTimeResolution(bad), 0u) << bad;
+  }
+  EXPECT_EQ(ParseTimeResolution(nullptr), 0u);
+}
+
 TEST(ForkedChildOutputPath, UsesTheChildPidOrInsertsIt) {
   EXPECT_EQ(ChildPath("run.%p.pb"), "run.99.pb");
   EXPECT_EQ(ChildPath("run.pb"), "run.99.pb");
