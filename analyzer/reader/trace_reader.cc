@@ -20,9 +20,9 @@
 #include "analyzer/reader/event_batch_decoder.h"
 #include "analyzer/reader/event_batch_wire.h"
 #include "analyzer/reader/reorder_window.h"
-#include "proto/crc32c.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/stubs/logging.h"
+#include "proto/crc32c.h"
 #include "proto/trace.pb.h"
 
 namespace cumemtrace::analyzer {
