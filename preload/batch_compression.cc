@@ -48,8 +48,9 @@ ByteBuffer g_scratch;  // the compressed batch, before it replaces the plain one
 uint32_t g_next_part = 0;
 size_t g_frame_input = 0;
 
-// Level 1: zstd's fastest standard level; the writer keeps up with any event rate. Level 3 made real PyTorch traces
-// 5 to 10 % smaller at 2.7 times the memory and 1.4 times the time (docs/performance.md, "Runs of hours").
+// Level 1: zstd's fastest standard level; the writer keeps up with any event rate. Offline on real PyTorch traces,
+// level 3 was 9 % smaller for 2.7 times the memory and 1.4 times the time on one, 5 % (with a 4 MiB window) on
+// another (docs/performance.md, "Runs of hours").
 constexpr int kLevel = 1;
 constexpr size_t kScratchStart = size_t{1} << 20;
 // About 55 batches of a PyTorch training loop: a damaged packet costs at most that; starting frames this often made
