@@ -126,7 +126,7 @@ TEST(GoldenBlocks, SlowLeakKeepsCacheApartFromTensors) {
 }
 
 // A run of hours as traced with `--time-resolution 10us` (trace format 6: batches as one zstd stream, times in
-// 10 us units): 200 steps of the CPU-bound GPT-2 loop keeping a 16 KiB tensor every 10 steps, then an OOM. What the
+// 10 us units): 40 steps of the CPU-bound GPT-2 loop keeping a 16 KiB tensor every 4 steps, then an OOM. What the
 // reports say is PyTorch's own figures, and every time lies on the grid.
 TEST(GoldenBlocks, LongRunAtTenMicrosecondsEqualsMemoryStats) {
   const std::string trace = Example("long_run_10us_h100.pb");
