@@ -157,6 +157,36 @@ TEST(E2eCompression, AFlippedBitInsideAPartIsCaughtByItsChecksum) {
   if (!testing::Test::HasFailure()) RemoveRunDir(run);
 }
 
+// A child forked (CUMEMTRACE_FOLLOW_FORK=1) while the parent's stream is in the middle of a frame starts its own
+// trace with a frame of its own: every part of it inflates, and its events are the child's.
+TEST(E2eCompression, AForkedChildStartsItsOwnFrame) {
+  const RunResult run = RunProgram({.program = "fork",
+                                    .env = {{"CUMEMTRACE_FOLLOW_FORK", "1"}, {"CUMEMTRACE_FLUSH_MS", "20"},
+                                            {"E2E_PARENT_PAIRS", "40000"}, {"E2E_CHILD_PAIRS", "40000"},
+                                            {"E2E_CHILD_LINGER_MS", "300"}}});
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  std::vector<LedgerEntry> ledger;
+  ASSERT_TRUE(ReadLedger(run.ledger_path, &ledger).ok());
+  int child = 0;
+  for (const LedgerEntry& e : ledger) {
+    if (e.pid != run.pid) child = e.pid;
+  }
+  ASSERT_NE(child, 0);
+  for (const int pid : {static_cast<int>(run.pid), child}) {
+    SCOPED_TRACE(pid);
+    const std::string path = run.dir + "/trace." + std::to_string(pid) + ".pb";
+    const std::string bytes = Slurp(path);
+    const std::vector<const FramedPacket*> parts = StreamParts(Packets(bytes));
+    ASSERT_GT(parts.size(), 2u) << "the churn makes several compressed batches";
+    EXPECT_EQ(StreamPart(bytes, *parts[0]), 0u);
+    const CollectedTrace trace = CollectTrace(path);
+    ASSERT_TRUE(trace.status.ok()) << trace.status;
+    EXPECT_EQ(trace.stats.damaged_packets + trace.stats.undecodable_batches, 0u);
+    EXPECT_EQ(MultisetDifference(LedgerKeys(EntriesOfPid(ledger, pid), true), EventKeys(trace, true)), "");
+  }
+  if (!testing::Test::HasFailure()) RemoveRunDir(run);
+}
+
 // CUMEMTRACE_TIME_RESOLUTION=10us: every time is the trace's start plus a multiple of 10 us, the events are the
 // program's, and the trace is smaller than at 1 ns. A value it does not know is one warning, and 1 ns.
 TEST(E2eCompression, TimesAreWrittenAtTheResolutionAsked) {

@@ -3,6 +3,8 @@
 // _exit(0), so no exit handler runs in it; the parent waits and allocates more. The parent's trace must hold the
 // parent's events only and end cleanly; the child must neither crash nor write into the parent's trace. With
 // E2E_CHILD_LINGER_MS=<ms> the child waits that long before _exit (so a child trace's flush thread can write).
+// E2E_PARENT_PAIRS=<n> and E2E_CHILD_PAIRS=<n> add n allocations and frees before the fork and in the child (enough
+// batches that the parent's compression stream is in the middle of a frame when it forks).
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +17,16 @@ namespace {
 
 namespace e2e = cumemtrace::e2e;
 
+// `name`'s number of 4 KiB allocation/free pairs (0 when unset).
+void Churn(const char* name) {
+  const char* text = getenv(name);
+  const int pairs = text == nullptr ? 0 : atoi(text);
+  for (int i = 0; i < pairs; ++i) {
+    CUdeviceptr p = 0;
+    if (cuMemAlloc(&p, 4 * e2e::kKiB) != CUDA_SUCCESS || cuMemFree(p) != CUDA_SUCCESS) _exit(14);
+  }
+}
+
 [[noreturn]] void RunChild(CUdeviceptr inherited) {
   CUdeviceptr p = 0;
   void* host = nullptr;
@@ -23,6 +35,7 @@ namespace e2e = cumemtrace::e2e;
   static_cast<char*>(host)[0] = 1;
   if (cuMemFree(inherited) != CUDA_SUCCESS) _exit(12);
   if (cuMemFree(p) != CUDA_SUCCESS) _exit(13);
+  Churn("E2E_CHILD_PAIRS");
   const char* linger = getenv("E2E_CHILD_LINGER_MS");
   if (linger != nullptr) usleep(static_cast<useconds_t>(atoi(linger)) * 1000);
   _exit(0);  // like os._exit in a DataLoader worker: nothing at exit runs
@@ -37,6 +50,8 @@ int main() {
   E2E_CHECK_CU(cuMemAlloc(&a, 1 * e2e::kMiB));
   E2E_CHECK_CU(cuMemAlloc(&b, 2 * e2e::kMiB));
   E2E_CHECK_CU(cuMemHostAlloc(&pinned, 64 * e2e::kKiB, CU_MEMHOSTALLOC_PORTABLE));
+  Churn("E2E_PARENT_PAIRS");
+  if (getenv("E2E_PARENT_PAIRS") != nullptr) usleep(200 * 1000);  // the flush thread writes the batches sealed
 
   const pid_t child = fork();
   E2E_CHECK(child >= 0);
