@@ -46,28 +46,23 @@ AllocatorLayer::Device& AllocatorLayer::ForDevice(int32_t device) {
 }
 
 std::map<uint64_t, TorchSegment>::iterator AllocatorLayer::SegmentAt(Device& d, uint64_t address) {
-  if (d.last_segment_valid_at == d.segments_erased) {
-    auto last = d.last_segment;
-    // ... and no later segment starts at or before the address (segments may overlap after a damaged layout; the
-    // lookup below then answers as it always did).
-    auto next = std::next(last);
-    if (address >= last->first && address - last->first < last->second.size &&
-        (next == d.segments.end() || next->first > address)) {
-      return last;
-    }
+  SegmentCacheEntry& cached = d.segment_cache[(address >> 21) % kSegmentCacheSize];
+  if (cached.version == d.segments_version && address >= cached.start && address < cached.end &&
+      address < cached.next_start) {
+    return cached.segment;
   }
   auto it = d.segments.upper_bound(address);
+  const uint64_t next_start = it == d.segments.end() ? ~uint64_t{0} : it->first;
   if (it == d.segments.begin()) return d.segments.end();
   --it;
   if (address - it->first >= it->second.size) return d.segments.end();
-  d.last_segment = it;
-  d.last_segment_valid_at = d.segments_erased;
+  cached = SegmentCacheEntry{it, it->first, it->first + it->second.size, next_start, d.segments_version};
   return it;
 }
 
 std::map<uint64_t, TorchSegment>::iterator AllocatorLayer::EraseSegment(Device& d,
                                                                         std::map<uint64_t, TorchSegment>::iterator it) {
-  ++d.segments_erased;
+  SegmentsChanged(d);
   return d.segments.erase(it);
 }
 
@@ -123,6 +118,7 @@ void AllocatorLayer::Alloc(Device& d, const Event& e, const EventStamp& when) {
     s.stream = e.stream;
     s.small_pool = TorchIsSmall(rounded);
     s.inferred = true;
+    SegmentsChanged(d);
     sit = d.segments.emplace(e.address, std::move(s)).first;
     sit->second.blocks.emplace(e.address, FreeBlock(size, e.stream));
   }
@@ -272,6 +268,7 @@ void AllocatorLayer::SegmentAlloc(Device& d, const Event& e, const EventStamp& w
   s.stream = e.stream;
   s.small_pool = e.size == kTorchSmallBuffer;
   s.blocks.emplace(e.address, FreeBlock(e.size, e.stream));
+  SegmentsChanged(d);
   d.segments.emplace(e.address, std::move(s));
   st.segments.Add(1, when);
   AddReserved(d, e.size, when);
@@ -329,6 +326,7 @@ void AllocatorLayer::SegmentMap(Device& d, const Event& e, const EventStamp& whe
     s.small_pool = false;
     host = d.segments.emplace(e.address, std::move(s)).first;
   }
+  SegmentsChanged(d);  // a segment is made or grows
   TorchSegment& seg = host->second;
   seg.size += e.size;
   MergeFree(seg, seg.blocks.emplace(e.address, FreeBlock(e.size, e.stream)).first);
@@ -348,6 +346,7 @@ void AllocatorLayer::RemoveRange(Device& d, uint64_t address, uint64_t size) {
     ++d.stats.mismatches;
     return;
   }
+  SegmentsChanged(d);  // the segment shrinks, and what lies after the range becomes a segment of its own
   const uint64_t start = sit->first;
   TorchSegment& seg = sit->second;
   const uint64_t end = std::min(address + size, start + seg.size);

@@ -19,6 +19,7 @@
 #ifndef CUMEMTRACE_ANALYZER_MODEL_TORCH_ALLOCATOR_LAYER_H_
 #define CUMEMTRACE_ANALYZER_MODEL_TORCH_ALLOCATOR_LAYER_H_
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -163,23 +164,36 @@ class AllocatorLayer {
   static constexpr int32_t kAllDevices = -2;
 
  private:
+  static constexpr size_t kSegmentCacheSize = 64;
+  // The segment a lookup found, by the 2 MiB granule of the address looked up: a training step's events alternate
+  // between a few segments (the small and the large pool), and one tree walk per event was a tenth of the summary's
+  // time. An entry answers for `address` only if [start, end) holds it and no later segment starts at or before it
+  // (segments may overlap after a damaged layout; the tree walk then answers as it always did).
+  struct SegmentCacheEntry {
+    std::map<uint64_t, TorchSegment>::iterator segment;
+    uint64_t start = 0;
+    uint64_t end = 0;         // start + size
+    uint64_t next_start = 0;  // where the next segment starts; ~0 for none
+    uint64_t version = ~uint64_t{0};
+  };
   struct Device {
     TorchDeviceStats stats;
     std::map<uint64_t, TorchSegment> segments;  // by address
     // The reserved peak was just reached by a segment: its moment becomes the allocation that asked for it.
     bool reserved_peak_settling = false;
-    // The segment the last lookup found: most events fall in the segment of the event before. Valid while no
-    // segment was erased since (erasing is the only change that invalidates a map iterator).
-    std::map<uint64_t, TorchSegment>::iterator last_segment;
-    uint64_t segments_erased = 0;
-    uint64_t last_segment_valid_at = ~uint64_t{0};
+    // Bumped by every change to the segments' set or extents (SegmentsChanged): cached lookups older than it are
+    // void.
+    uint64_t segments_version = 0;
+    std::array<SegmentCacheEntry, kSegmentCacheSize> segment_cache;
   };
   Device& ForDevice(int32_t device);
   // The segment containing `address`, or segments.end().
   std::map<uint64_t, TorchSegment>::iterator SegmentAt(Device& d, uint64_t address);
-  // Every erase of a segment goes through here (it invalidates SegmentAt's cache).
+  // Every erase of a segment goes through here, and every other change to the segments' set or extents calls
+  // SegmentsChanged: both void SegmentAt's cache.
   static std::map<uint64_t, TorchSegment>::iterator EraseSegment(Device& d,
                                                                  std::map<uint64_t, TorchSegment>::iterator it);
+  static void SegmentsChanged(Device& d) { ++d.segments_version; }
   void Alloc(Device& d, const Event& e, const EventStamp& when);
   void FreeRequested(Device& d, const Event& e);
   void FreeCompleted(Device& d, const Event& e);
