@@ -9,9 +9,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <fstream>
+#include <map>
+#include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cuda.h>
@@ -85,6 +89,87 @@ TEST(RangeAllocatorTest, FirstFitReusesAndCoalesces) {
   EXPECT_EQ(ranges.Allocate(0x100000, 0x100), 0u);  // does not fit
   EXPECT_EQ(ranges.Allocate(0x1000, 0x4000), 0x14000u);
   EXPECT_EQ(ranges.free_bytes(), 0x10000u - 0x3000 - 0x1000 - 0x1000);
+}
+
+// The allocator as it was before it filed ranges by size class: every free range walked from the lowest address.
+// What it returns is what first fit means; the filed search must return the same, call for call.
+class WalkingFirstFit {
+ public:
+  WalkingFirstFit(uint64_t base, uint64_t size) { free_[base] = size; }
+  uint64_t Allocate(uint64_t size, uint64_t alignment) {
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      const uint64_t start = it->first;
+      const uint64_t end = start + it->second;
+      const uint64_t aligned = (start + alignment - 1) & ~(alignment - 1);
+      if (aligned < start || aligned >= end || end - aligned < size) continue;
+      free_.erase(it);
+      if (aligned > start) free_[start] = aligned - start;
+      if (aligned + size < end) free_[aligned + size] = end - (aligned + size);
+      return aligned;
+    }
+    return 0;
+  }
+  void Free(uint64_t address, uint64_t size) {
+    auto next = free_.lower_bound(address);
+    uint64_t start = address;
+    uint64_t length = size;
+    if (next != free_.begin() && std::prev(next)->first + std::prev(next)->second == start) {
+      start = std::prev(next)->first;
+      length += std::prev(next)->second;
+      free_.erase(std::prev(next));
+    }
+    if (next != free_.end() && next->first == address + size) {
+      length += next->second;
+      free_.erase(next);
+    }
+    free_[start] = length;
+  }
+
+ private:
+  std::map<uint64_t, uint64_t> free_;
+};
+
+TEST(RangeAllocatorTest, FindsWhatWalkingEveryRangeFinds) {
+  // Sizes from a byte to most of the space, alignments from 1 to 2 MiB, a live set that grows to fill the space
+  // and shrinks again: fragments of every class, and requests that fit only after alignment or not at all.
+  constexpr uint64_t kBase = 0x7f0000000000;
+  constexpr uint64_t kSpace = uint64_t{1} << 32;
+  RangeAllocator filed(kBase, kSpace);
+  WalkingFirstFit walking(kBase, kSpace);
+  std::mt19937_64 random(26);
+  std::vector<std::pair<uint64_t, uint64_t>> live;
+  uint64_t allocated = 0;
+  uint64_t failed = 0;
+  size_t most_live = 0;
+  for (int i = 0; i < 60000; ++i) {
+    const bool grow = (i / 5000) % 2 == 0;
+    if (!live.empty() && random() % 100 < (grow ? 35u : 65u)) {
+      const size_t pick = random() % live.size();
+      filed.Free(live[pick].first, live[pick].second);
+      walking.Free(live[pick].first, live[pick].second);
+      allocated -= live[pick].second;
+      live[pick] = live.back();
+      live.pop_back();
+      continue;
+    }
+    const uint64_t size =
+        random() % 8 == 0 ? 1 + random() % (kSpace / 8) : 1 + random() % (uint64_t{1} << (random() % 24));
+    const uint64_t alignment = uint64_t{1} << (random() % 22);
+    const uint64_t got = filed.Allocate(size, alignment);
+    ASSERT_EQ(got, walking.Allocate(size, alignment))
+        << "call " << i << ": " << size << " bytes aligned to " << alignment;
+    if (got == 0) {
+      ++failed;
+      continue;
+    }
+    EXPECT_EQ(got % alignment, 0u);
+    live.emplace_back(got, size);
+    most_live = std::max(most_live, live.size());
+    allocated += size;
+    ASSERT_EQ(filed.free_bytes(), kSpace - allocated);
+  }
+  EXPECT_GT(failed, 100u);  // the space did fill up
+  EXPECT_GT(most_live, 100u);
 }
 
 TEST(FakeCudaInitTest, MemoryCallsNeedCuInit) {
