@@ -271,7 +271,13 @@ void MaybeAttachTorchTracker(Api api, uint64_t seq, uint64_t address, uint64_t s
   g_state.store(Attach(c10, seq), std::memory_order_release);
 }
 
-bool TorchTrackerMayAttach() { return g_state.load(std::memory_order_acquire) == kIdle; }
+bool TorchTrackerMayAttach() {
+  if (g_state.load(std::memory_order_acquire) != kIdle) return false;
+  // The first test MaybeAttachTorchTracker makes: without it, a program that is not PyTorch's, traced without
+  // stacks, had each of its allocations unwound 32 frames deep for nothing.
+  ModuleEntry c10;
+  return FindLoadedModule("libc10_cuda.so", &g_next_module, &c10);
+}
 
 void NoteTorchTrackerAtEnd(bool wanted) {
   int state = g_state.load(std::memory_order_acquire);

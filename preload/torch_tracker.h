@@ -32,8 +32,9 @@ namespace cumemtrace::preload {
 void MaybeAttachTorchTracker(format::Api api, uint64_t seq, uint64_t address, uint64_t size, const uintptr_t* pcs,
                              int depth);
 
-// True while the tracker may still attach (not attached, not given up): the recorder then needs a native stack of
-// the driver's allocations even when stacks are off (CUMEMTRACE_STACK_DEPTH=0), to see PyTorch's allocator ask.
+// True while the tracker may still attach (not attached, not given up) and libc10_cuda.so is loaded: the recorder
+// then needs a native stack of the driver's allocations even when stacks are off (CUMEMTRACE_STACK_DEPTH=0), to see
+// PyTorch's allocator ask. Without PyTorch in the process no allocation needs that stack.
 bool TorchTrackerMayAttach();
 
 // At a clean end: says in the trace why there is no block layer if there is none (once). `wanted`: the setting
