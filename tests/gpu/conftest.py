@@ -64,6 +64,8 @@ WORKLOADS = {
     # PyTorch's caching-allocator layer (test_torch_blocks.py): checkpoints, a fragmentation OOM, the step cost.
     "blocks_default": ("blocks_train.py", {}, [], 240),
     "blocks_expandable": ("blocks_train.py", _alloc_conf("expandable_segments:True"), [], 240),
+    # Stacks off: the tracker must still attach (the recorder takes a short stack once libc10_cuda.so is loaded).
+    "blocks_nostacks": ("blocks_train.py", {"CUMEMTRACE_STACK_DEPTH": "0"}, [], 240),
     "frag_oom": ("frag_oom.py", {}, [], 90),
     "gpt2_overhead": ("gpt2_overhead.py", {}, [], 240),
     "gpt2_history": ("gpt2_overhead.py", {}, ["--history"], 240),
@@ -92,7 +94,7 @@ UNSET = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMOR
          "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_ALLOCATOR",
          "CUPY_GPU_MEMORY_LIMIT", "LD_PRELOAD", "CUMEMTRACE_OUTPUT", "CUMEMTRACE_PYTHON", "CUMEMTRACE_FOLLOW_FORK",
          "CUMEMTRACE_FOLLOW_EXEC", "CUMEMTRACE_CUPTI", "CUMEMTRACE_ROOT_PID", "CUMEMTRACE_LIB", "RANK",
-         "LOCAL_RANK", "WORLD_SIZE", "NVTX_INJECTION64_PATH", "CUMEMTRACE_NVTX")
+         "LOCAL_RANK", "WORLD_SIZE", "NVTX_INJECTION64_PATH", "CUMEMTRACE_NVTX", "CUMEMTRACE_STACK_DEPTH")
 
 
 def pytest_addoption(parser):

@@ -57,7 +57,7 @@ def at_checkpoint(run, name):
     return cp[0], replay(events, marks[0])
 
 
-@pytest.mark.parametrize("workload", ["blocks_default", "blocks_expandable"])
+@pytest.mark.parametrize("workload", ["blocks_default", "blocks_expandable", "blocks_nostacks"])
 @pytest.mark.parametrize("checkpoint", CHECKPOINTS)
 def test_counters_at_checkpoint(suite, row, workload, checkpoint):
     """block events before a checkpoint == memory_stats() there (allocation count, requested bytes and peak,
