@@ -166,9 +166,10 @@ class AllocatorLayer {
  private:
   static constexpr size_t kSegmentCacheSize = 64;
   // The segment a lookup found, by the 2 MiB granule of the address looked up: a training step's events alternate
-  // between a few segments (the small and the large pool), and one tree walk per event was a tenth of the summary's
-  // time. An entry answers for `address` only if [start, end) holds it and no later segment starts at or before it
-  // (segments may overlap after a damaged layout; the tree walk then answers as it always did).
+  // between a few segments (the small and the large pool), so a single remembered segment missed at each switch,
+  // and each miss walked the tree (perf: the layer's costliest part of the summary). An entry answers for `address`
+  // only if [start, end) holds it and no later segment starts at or before it (segments may overlap after a damaged
+  // layout; the tree walk then answers as it always did).
   struct SegmentCacheEntry {
     std::map<uint64_t, TorchSegment>::iterator segment;
     uint64_t start = 0;
