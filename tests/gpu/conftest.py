@@ -8,7 +8,7 @@ skipped, so the table is always written within one device call).
 
 Options: --build DIR (the bundle of scripts/gpu-bundle.sh: DIR/preload/libcumemtrace.so, DIR/analyzer/cumem-analyze,
 DIR/fakes/; default gpu-build), --md FILE (the results table), --work DIR (keep traces and outputs there),
---budget SECONDS (default 420). Without a GPU every test skips.
+--budget SECONDS (default 460). Without a GPU every test skips.
 """
 import glob
 import json
@@ -103,7 +103,7 @@ def pytest_addoption(parser):
                     help="bundle from scripts/gpu-bundle.sh (relative to the repository root)")
     group.addoption("--md", default=None, help="write the results table (markdown) here")
     group.addoption("--work", default=None, help="keep traces and outputs here (default: a temporary folder)")
-    group.addoption("--budget", type=float, default=420.0, help="seconds after which no new workload starts")
+    group.addoption("--budget", type=float, default=460.0, help="seconds after which no new workload starts")
 
 
 def gpu_count():
