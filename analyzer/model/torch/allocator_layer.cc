@@ -11,11 +11,22 @@ namespace {
 
 using Blocks = std::map<uint64_t, TorchBlock>;
 
-TorchBlock FreeBlock(uint64_t size, uint64_t stream) {
-  TorchBlock b;
+// Free blocks are made and reset in place, field by field: building a TorchBlock on the stack and copying it in
+// had the compiler store it in 8-byte pieces and load it back in 16-byte ones, which stalls the copy (store
+// forwarding fails); in perf those loads were the layer's costliest instructions.
+void MakeFree(TorchBlock& b, uint64_t size, uint64_t stream) {
+  b = TorchBlock();
   b.size = size;
   b.stream = stream;
-  return b;
+}
+
+// A free block at `address`, unless a block starts there already (a damaged layout: that one is kept as it is).
+Blocks::iterator PutFreeBlock(Blocks& blocks, Blocks::const_iterator hint, uint64_t address, uint64_t size,
+                              uint64_t stream) {
+  const size_t before = blocks.size();
+  auto it = blocks.try_emplace(hint, address);
+  if (blocks.size() != before) MakeFree(it->second, size, stream);
+  return it;
 }
 
 bool Mergeable(const TorchBlock& b) { return b.state == TorchBlockState::kFree; }
@@ -120,7 +131,7 @@ void AllocatorLayer::Alloc(Device& d, const Event& e, const EventStamp& when) {
     s.inferred = true;
     SegmentsChanged(d);
     sit = d.segments.emplace(e.address, std::move(s)).first;
-    sit->second.blocks.emplace(e.address, FreeBlock(size, e.stream));
+    PutFreeBlock(sit->second.blocks, sit->second.blocks.end(), e.address, size, e.stream);
   }
   TorchSegment& seg = sit->second;
   if (seg.expandable) seg.small_pool = TorchIsSmall(rounded);  // the pool whose expandable segment this is
@@ -138,9 +149,9 @@ void AllocatorLayer::Alloc(Device& d, const Event& e, const EventStamp& when) {
     ++st.mismatches;
     estimated = true;
     const uint64_t front = e.address - it->first;
-    TorchBlock rest = FreeBlock(it->second.size - front, it->second.stream);
+    const uint64_t rest = it->second.size - front;
     it->second.size = front;
-    it = seg.blocks.emplace_hint(std::next(it), e.address, rest);
+    it = PutFreeBlock(seg.blocks, std::next(it), e.address, rest, it->second.stream);
   }
   TorchBlock& b = it->second;
   uint64_t extent = b.size;
@@ -149,7 +160,7 @@ void AllocatorLayer::Alloc(Device& d, const Event& e, const EventStamp& when) {
     estimated = true;
   } else if (TorchShouldSplit(b.size, rounded, seg.small_pool || seg.expandable, config_)) {
     extent = rounded;
-    seg.blocks.emplace_hint(std::next(it), e.address + rounded, FreeBlock(b.size - rounded, b.stream));
+    PutFreeBlock(seg.blocks, std::next(it), e.address + rounded, b.size - rounded, b.stream);
   }
   if (!config_.unmodelled.empty()) estimated = true;
   b.size = extent;
@@ -198,7 +209,7 @@ void AllocatorLayer::Release(Device& d, TorchBlock& b) {
 void AllocatorLayer::Complete(Device& d, TorchBlock& b) {
   d.stats.requested_bytes.Sub(b.requested);
   d.stats.active_bytes.Sub(b.size);
-  b = FreeBlock(b.size, b.stream);
+  MakeFree(b, b.size, b.stream);
 }
 
 void AllocatorLayer::MergeFree(TorchSegment& s, Blocks::iterator it) {
@@ -267,7 +278,7 @@ void AllocatorLayer::SegmentAlloc(Device& d, const Event& e, const EventStamp& w
   s.size = e.size;
   s.stream = e.stream;
   s.small_pool = e.size == kTorchSmallBuffer;
-  s.blocks.emplace(e.address, FreeBlock(e.size, e.stream));
+  PutFreeBlock(s.blocks, s.blocks.end(), e.address, e.size, e.stream);
   SegmentsChanged(d);
   d.segments.emplace(e.address, std::move(s));
   st.segments.Add(1, when);
@@ -329,7 +340,7 @@ void AllocatorLayer::SegmentMap(Device& d, const Event& e, const EventStamp& whe
   SegmentsChanged(d);  // a segment is made or grows
   TorchSegment& seg = host->second;
   seg.size += e.size;
-  MergeFree(seg, seg.blocks.emplace(e.address, FreeBlock(e.size, e.stream)).first);
+  MergeFree(seg, PutFreeBlock(seg.blocks, seg.blocks.end(), e.address, e.size, e.stream));
   auto after = d.segments.find(e.address + e.size);
   if (after != d.segments.end() && after->second.expandable && !after->second.inferred) {
     const uint64_t joint = e.address + e.size;
@@ -355,10 +366,10 @@ void AllocatorLayer::RemoveRange(Device& d, uint64_t address, uint64_t size) {
     if (at <= start || at >= start + seg.size) return;
     auto it = std::prev(seg.blocks.upper_bound(at));
     if (it->first == at) return;
-    TorchBlock tail = FreeBlock(it->first + it->second.size - at, it->second.stream);
+    const uint64_t tail = it->first + it->second.size - at;
     if (it->second.state != TorchBlockState::kFree) ++d.stats.mismatches;
     it->second.size = at - it->first;
-    seg.blocks.emplace(at, tail);
+    PutFreeBlock(seg.blocks, std::next(it), at, tail, it->second.stream);
   };
   split_at(address);
   split_at(end);
