@@ -396,6 +396,7 @@ void MaybeAttachTorch(const CallRecord& call, const EventKind& kind, const Event
 size_t RefreshModules() {
   pthread_mutex_lock(&g_locks.modules);
   size_t added = g_modules.map.Scan();
+  g_modules.scanned.store(g_modules.map.size(), std::memory_order_release);
   if (added > 0 || g_modules.unwritten) {
     g_modules.unwritten = false;
     pthread_mutex_lock(&g_locks.record);
@@ -440,6 +441,7 @@ void NoteThreadRenamed() { Self().name_changed = true; }
 void NoteWrapperSlotsExhausted() { g_health.wrapper_slots_exhausted.fetch_add(1, std::memory_order_relaxed); }
 
 bool FindLoadedModule(const char* file_name_prefix, size_t* next_index, ModuleEntry* out) {
+  if (*next_index >= g_modules.scanned.load(std::memory_order_acquire)) return false;  // nothing new since
   if (pthread_mutex_trylock(&g_locks.modules) != 0) return false;
   size_t prefix_length = strlen(file_name_prefix);
   bool found = false;

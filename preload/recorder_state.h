@@ -88,6 +88,9 @@ struct TraceOutput {
 struct LoadedModules {
   ModuleMap map;
   bool unwritten = false;  // a forked child's new trace: every known module is written again
+  // map.size() as of the last scan, readable without the lock: a lookup that has seen that many modules already
+  // has nothing new to look at, and skips the lock (FindLoadedModule runs on every allocation until PyTorch loads).
+  std::atomic<size_t> scanned{0};
 };
 
 extern RecorderLocks g_locks;
