@@ -32,6 +32,13 @@
 
 namespace cumemtrace::analyzer {
 
+// Where PyTorch's allocator is replayed during the scan (model/torch/layer_thread.h).
+enum class LayerThreading {
+  kAuto,       // on a thread of its own where the machine has three cores or more: the reader's, the model's, its own
+  kOwnThread,  // always on a thread of its own
+  kInline,     // on the model's thread
+};
+
 struct AnalyzeOptions {
   bool peak_snapshots = true;   // group what was live at each peak by stack
   bool oom_snapshots = true;    // group what was live at failed allocations by stack
@@ -48,6 +55,7 @@ struct AnalyzeOptions {
   // Off by default: one hash lookup per allocation.
   bool allocation_totals = false;
   GroupingOptions grouping;  // how snapshots, leaks and pinned spikes merge stacks (default: one group per stack)
+  LayerThreading layer_thread = LayerThreading::kAuto;
   std::function<void(uint64_t)> progress;  // called with the events read so far, now and then (may be empty)
   // Called before a second read of the trace, with what it is for (may be empty).
   std::function<void(const std::string&)> progress_stage;

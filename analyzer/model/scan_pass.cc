@@ -3,6 +3,7 @@
 #include "analyzer/model/scan_pass.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "absl/container/flat_hash_map.h"
 
@@ -77,6 +78,13 @@ bool SameScope(const SnapshotFilter& a, const SnapshotFilter& b) {
 
 }  // namespace
 
+bool ScanPass::LayerThreadWanted(LayerThreading threading) {
+  // Three busy threads on two cores take turns: the layer's thread then only adds its hand-overs (measured on the
+  // development VM's two cores: no faster).
+  return threading == LayerThreading::kOwnThread ||
+         (threading == LayerThreading::kAuto && std::thread::hardware_concurrency() > 2);
+}
+
 void ScanPass::OnEvent(const Event& event) {
   const uint64_t index = model_.next_index();
   if (phases_.active()) phases_.Before(event, index, a_.info.header.start_time_ns, model_.mutable_timelines());
@@ -137,7 +145,8 @@ void ScanPass::KeepOom(const Event& event, uint64_t index) {
   r.scope = MemoryScopeOf(event.device, event.info->kind);
   r.phase = phases_.CurrentPhase(event.thread);
   r.live_bytes = LiveBytesIn(model_.timelines(), r.scope, &r.live_count);
-  if (layer_.Find(event.device) != nullptr && !IsHostMemory(event.info->kind) && IsPytorchStack(event.stack)) {
+  const bool pytorch_device = layer_.layer().Find(event.device) != nullptr;
+  if (pytorch_device && !IsHostMemory(event.info->kind) && IsPytorchStack(event.stack)) {
     r.has_torch = true;
     r.torch = AtFailure(event.device);
     torch_failures_pending_[event.device].push_back(event.seq);
@@ -159,12 +168,12 @@ void ScanPass::OnAllocatorAttach(const AllocatorAttachInfo& attach) {
   r.attached = true;
   r.attach = attach;
   r.config = ParseAllocatorConfig(attach.config);
-  layer_.SetConfig(r.config);
+  layer_.layer().SetConfig(r.config);
 }
 
 TorchAtFailure ScanPass::AtFailure(int32_t device) {
   TorchAtFailure at;
-  at.figures = layer_.Figures(device);
+  at.figures = layer_.layer().Figures(device);
   at.traced_device_bytes = owners_.DeviceBytes(device);
   for (const auto& [owner, bytes] : owners_.LiveOwners(device)) {
     if (owners_.Name(owner).slug == "pytorch") continue;
@@ -173,9 +182,9 @@ TorchAtFailure ScanPass::AtFailure(int32_t device) {
   return at;
 }
 
-std::vector<AutogradTensor> ScanPass::LiveAutogradTensors(int32_t device) const {
+std::vector<AutogradTensor> ScanPass::LiveAutogradTensors(int32_t device) {
   std::vector<AutogradTensor> live;
-  layer_.ForEachTensor(device, [&](int32_t, uint64_t, const TorchBlock& b) {
+  layer_.layer().ForEachTensor(device, [&](int32_t, uint64_t, const TorchBlock& b) {
     live.push_back({b.stack, b.size, b.autograd});
   });
   return live;
@@ -190,10 +199,10 @@ bool ScanPass::EngineThread(uint32_t thread) {
 void ScanPass::ApplyTorch(const Event& event, uint64_t index) {
   a_.allocator.events = true;
   if (event.api != format::Api::kTorchFreeRequested) ++a_.allocator.replay_steps;
+  AutogradStamp stamp;
   if (format::IsTorchBlockAlloc(event.api)) {
     const bool engine = EngineThread(event.thread);
-    const AutogradStamp stamp = autograd_.OnBlockAlloc(event.api, engine, event.thread, event.stack);
-    layer_.SetAutograd(stamp);
+    stamp = autograd_.OnBlockAlloc(event.api, engine, event.thread, event.stack);
     if (!engine && detect_phases_) {
       step_phases_.OnProgramRequest(event.seq, Thread(event.thread).request_boundary, event.time_ns, event.thread,
                                     event.stack, stamp.epoch, false);
@@ -206,15 +215,11 @@ void ScanPass::ApplyTorch(const Event& event, uint64_t index) {
                          event.info->space == format::Space::kTorchBlock)) {
     Thread(event.thread).request_boundary = event.seq;  // the thread's next request begins after this
   }
-  layer_.Apply(event, index);
-  if (format::IsTorchBlockAlloc(event.api)) {
-    const TorchDeviceStats* stats = layer_.Find(event.device);
-    if (stats != nullptr && stats->allocated_bytes.peak_at.index == index) {
-      passes_at_allocated_peak_[event.device] = autograd_.passes();
-    }
-  }
+  // Phases need the tensors' bytes after every event: from the first phase on, the layer runs on this thread.
+  if (phases_.active()) layer_.RunInline();
+  layer_.Apply(event, index, stamp, autograd_.passes());
   if (phases_.active()) {
-    const auto [allocated, requested] = layer_.TensorBytes(event.device);
+    const auto [allocated, requested] = layer_.layer().TensorBytes(event.device);
     phases_.TorchTensors(event.device, allocated, requested, format::IsTorchBlockAlloc(event.api));
   }
   if (format::IsTorchBlockAlloc(event.api) || event.api == format::Api::kTorchOom) {
@@ -237,7 +242,7 @@ void ScanPass::ApplyTorch(const Event& event, uint64_t index) {
   r.at = AtFailure(event.device);
   // Every stack for now (merged by the groupers in FinishAllocator, once symbols are known).
   TensorsByStack by_stack;
-  layer_.ForEachTensor(event.device, [&](int32_t, uint64_t, const TorchBlock& b) {
+  layer_.layer().ForEachTensor(event.device, [&](int32_t, uint64_t, const TorchBlock& b) {
     AddTensor(by_stack, b.stack, b.size);
   });
   r.tensors = FinishGroups(by_stack, SIZE_MAX);
@@ -247,17 +252,18 @@ void ScanPass::ApplyTorch(const Event& event, uint64_t index) {
 
 void ScanPass::FinishAllocator() {
   AllocatorResult& r = a_.allocator;
-  for (const TorchDeviceStats* s : layer_.Devices()) {
+  AllocatorLayer& layer = layer_.layer();
+  for (const TorchDeviceStats* s : layer.Devices()) {
     TorchDeviceResult d;
     d.stats = *s;
     d.stats.freed_since_allocated_peak.clear();
     d.stats.freed_since_reserved_peak.clear();
-    d.at_end = layer_.Figures(s->device);
+    d.at_end = layer.Figures(s->device);
     TensorsByStack at_allocated, at_reserved;
     std::vector<AutogradTensor> live_at_allocated_peak;
     const uint64_t allocated_peak = s->allocated_bytes.peak_at.index;
     const uint64_t reserved_peak = s->reserved_bytes.peak_at.index;
-    layer_.ForEachTensor(s->device, [&](int32_t, uint64_t, const TorchBlock& b) {
+    layer.ForEachTensor(s->device, [&](int32_t, uint64_t, const TorchBlock& b) {
       if (s->allocated_bytes.peak != 0 && b.index <= allocated_peak) {
         AddTensor(at_allocated, b.stack, b.size);
         live_at_allocated_peak.push_back({b.stack, b.size, b.autograd});
@@ -273,7 +279,7 @@ void ScanPass::FinishAllocator() {
       d.at_allocated_peak = FinishGroups(at_allocated, options_.max_groups, a_.grouper.get());
       // Judged with the passes counted to the end: a pass after the peak shows the peak's code was followed.
       d.retention_at_allocated_peak =
-          autograd_.JudgeRetention(live_at_allocated_peak, passes_at_allocated_peak_[s->device]);
+          autograd_.JudgeRetention(live_at_allocated_peak, layer_.PassesAtAllocatedPeak(s->device));
     }
     if (s->reserved_bytes.peak != 0) {
       d.at_reserved_peak = FinishGroups(at_reserved, options_.max_groups, a_.grouper.get());
@@ -299,6 +305,7 @@ void ScanPass::FinishLeaks() {
   absl::flat_hash_map<LeakKey, LeakGroup> by_stack;
   // Quarters of the span in which events happened: the time a process spends after its last event (its teardown,
   // the preload writing symbols and lines at exit) would otherwise squeeze a whole loop into the first quarter.
+  const AllocatorLayer& layer = layer_.layer();
   const int64_t start = a_.info.has_events ? a_.info.first_event_time_ns : a_.info.StartNs();
   const int64_t duration = a_.info.has_events ? SaturatingSub(a_.info.last_event_time_ns, start) : a_.info.DurationNs();
   std::array<int64_t, kGrowthPoints> at{};  // the times the growth points are taken (the last: the end)
@@ -312,7 +319,7 @@ void ScanPass::FinishLeaks() {
     g.device = alloc.device;
     g.kind = alloc.kind;
     g.stack = alloc.stack;
-    g.pytorch_cache = layer_.Find(alloc.device) != nullptr && !IsHostMemory(alloc.kind) &&
+    g.pytorch_cache = layer.Find(alloc.device) != nullptr && !IsHostMemory(alloc.kind) &&
                       alloc.kind != format::Kind::kTorchBlock && IsPytorchStack(alloc.stack);
     g.bytes += alloc.size;
     ++g.count;

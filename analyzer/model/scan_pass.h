@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_set.h"
 
 #include "analyzer/model/torch/allocator_layer.h"
+#include "analyzer/model/torch/layer_thread.h"
 #include "analyzer/model/torch/step_phases.h"
 #include "analyzer/model/analysis.h"
 #include "analyzer/model/usage/driver_memory.h"
@@ -46,6 +47,7 @@ class ScanPass : public MetadataVisitor {
   bool Finish();
 
  private:
+  static bool LayerThreadWanted(LayerThreading threading);
   void FinishLeaks();
   void FinishAllocator();
   void ApplyTorch(const Event& event, uint64_t index);
@@ -92,16 +94,16 @@ class ScanPass : public MetadataVisitor {
   OwnerTracker owners_{a_.stacks, a_.symbols, a_.info.header.executable};
   DriverMemoryTracker driver_;
   PhaseTracker phases_{options_.phase_filter};
-  AllocatorLayer layer_;
+  // PyTorch's allocator, replayed on a thread of its own where the machine has a core to spare for it.
+  LayerThread layer_{LayerThreadWanted(options_.layer_thread)};
   AutogradPasses autograd_;
   std::vector<ThreadScan> threads_;  // by thread index
   absl::flat_hash_map<uint32_t, ThreadScan> far_threads_;
   // Training and validation, looked for unless an earlier pass found them (then they are fed to phases_).
   bool detect_phases_;
   StepPhaseDetector step_phases_;
-  absl::flat_hash_map<int32_t, uint32_t> passes_at_allocated_peak_;  // per device
   // The tensors live on `device` now, as the autograd judgement takes them.
-  std::vector<AutogradTensor> LiveAutogradTensors(int32_t device) const;
+  std::vector<AutogradTensor> LiveAutogradTensors(int32_t device);
   std::vector<OomRecord> first_ooms_;
   std::deque<OomRecord> last_ooms_;
   // The last OOM snapshot: when, of what, and the live set's version then.

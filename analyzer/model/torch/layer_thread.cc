@@ -1,0 +1,114 @@
+// LayerThread (see layer_thread.h).
+#include "analyzer/model/torch/layer_thread.h"
+
+#include <utility>
+
+namespace cumemtrace::analyzer {
+
+LayerThread::~LayerThread() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void LayerThread::Apply(const Event& e, uint64_t index, const AutogradStamp& stamp, uint32_t passes) {
+  const Step step{e.seq,  e.time_ns, e.address, e.size,   e.stream, e.stack, index,
+                  e.info, e.api,     e.device,  e.thread, passes,   stamp};
+  if (!threaded_) {
+    ApplyStep(step);
+    return;
+  }
+  if (pending_.capacity() == 0) pending_.reserve(kBatchSteps);
+  pending_.push_back(step);
+  if (pending_.size() == kBatchSteps) Hand();
+}
+
+void LayerThread::ApplyStep(const Step& s) {
+  Event e;
+  e.seq = s.seq;
+  e.time_ns = s.time_ns;
+  e.api = s.api;
+  e.info = s.info;
+  e.device = s.device;
+  e.address = s.address;
+  e.size = s.size;
+  e.stream = s.stream;
+  e.stack = s.stack;
+  e.thread = s.thread;
+  const bool block_alloc = format::IsTorchBlockAlloc(s.api);
+  if (block_alloc) layer_.SetAutograd(s.stamp);
+  layer_.Apply(e, s.index);
+  if (block_alloc) {
+    const TorchDeviceStats* stats = layer_.Find(s.device);
+    if (stats != nullptr && stats->allocated_bytes.peak_at.index == s.index) {
+      passes_at_allocated_peak_[s.device] = s.passes;
+    }
+  }
+}
+
+void LayerThread::Hand() {
+  std::vector<Step> next;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return queue_.size() < kMaxQueuedBatches; });
+    queue_.push_back(std::move(pending_));
+    if (!spare_.empty()) {
+      next = std::move(spare_.back());
+      spare_.pop_back();
+    }
+  }
+  changed_.notify_all();
+  if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+  next.clear();
+  next.reserve(kBatchSteps);
+  pending_ = std::move(next);
+}
+
+void LayerThread::Run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    changed_.wait(lock, [&] { return !queue_.empty() || stop_; });
+    if (stop_) return;
+    std::vector<Step> batch = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    changed_.notify_all();  // a place in the queue is free
+    for (const Step& s : batch) ApplyStep(s);
+    lock.lock();
+    busy_ = false;
+    if (spare_.size() < kMaxQueuedBatches) spare_.push_back(std::move(batch));
+    changed_.notify_all();  // the queue may be empty now
+  }
+}
+
+void LayerThread::Wait() {
+  if (!pending_.empty()) Hand();
+  if (!thread_.joinable()) return;
+  // The layer's thread writes the layer only between taking a batch and clearing busy_, both under mutex_: once
+  // this sees the queue empty and the thread idle, every write it made is visible here.
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
+}
+
+AllocatorLayer& LayerThread::layer() {
+  Wait();
+  return layer_;
+}
+
+void LayerThread::RunInline() {
+  if (!threaded_) return;
+  Wait();
+  threaded_ = false;
+}
+
+uint32_t LayerThread::PassesAtAllocatedPeak(int32_t device) {
+  Wait();
+  auto it = passes_at_allocated_peak_.find(device);
+  return it == passes_at_allocated_peak_.end() ? 0 : it->second;
+}
+
+}  // namespace cumemtrace::analyzer
