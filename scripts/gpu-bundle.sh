@@ -5,7 +5,8 @@
 # Usage: scripts/gpu-bundle.sh [build-dir [bundle-dir]]
 # The bundle (default gpu-build/, git-ignored) holds only what runs there, small enough to carry:
 #   preload/libcumemtrace.so, preload/libunwind.so.8, preload/libdw.so.1, preload/libelf.so.1,
-#   analyzer/cumem-analyze, analyzer/lib/*.so, fakes/libcuda.so.1 and fakes/libe2e_native_thread_plugin.so (the fake
+#   analyzer/cumem-analyze, analyzer/analyzer_benchmark (how fast the analyzer reads a trace on that machine's cores:
+#   docs/performance.md), analyzer/lib/*.so, fakes/libcuda.so.1 and fakes/libe2e_native_thread_plugin.so (the fake
 #   driver and a plugin that allocates from a C thread, for the suite's Python-frame tests), fakes/libe2e_slow_write.so
 #   (a slow disk for bench/torch_overhead.py --slow-disk-ms)
 # Then on that machine, carrying gpu-build: python3 -m pytest tests/gpu --build gpu-build --md $OUT/gpu-suite.md
@@ -14,7 +15,8 @@ cd "$(dirname "$0")/.."
 build_dir=${1:-build-gpu}
 bundle=${2:-gpu-build}
 scripts/setup.sh "$build_dir" -DCUMEMTRACE_BUNDLE_LIBUNWIND=ON
-cmake --build "$build_dir" --target cumemtrace cumem-analyze fake_cuda e2e_native_thread_plugin e2e_slow_write
+cmake --build "$build_dir" --target cumemtrace cumem-analyze analyzer_benchmark fake_cuda e2e_native_thread_plugin \
+  e2e_slow_write
 rm -rf "$bundle"
 mkdir -p "$bundle/preload" "$bundle/analyzer/lib" "$bundle/fakes"
 cp "$build_dir/tests/fakes/libcuda.so.1" "$build_dir/tests/e2e/programs/libe2e_native_thread_plugin.so" \
@@ -24,7 +26,7 @@ cp "$build_dir/preload/libcumemtrace.so" "$build_dir/preload/libunwind.so.8" "$b
 for lib in libdw.so.1 libelf.so.1; do
   cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')" "$bundle/preload/$lib"
 done
-cp "$build_dir/analyzer/cumem-analyze" "$bundle/analyzer/"
+cp "$build_dir/analyzer/cumem-analyze" "$build_dir/tests/unit/analyzer/analyzer_benchmark" "$bundle/analyzer/"
 lib_dir=$bundle/analyzer/lib
 # Everything the analyzer links except the C library itself, which must be the machine's own.
 ldd "$build_dir/analyzer/cumem-analyze" | awk '/=> \// {print $3}' |

@@ -26,12 +26,14 @@
 #include "preload/trace_writer.h"
 #include "proto/format.h"
 #include "proto/trace.pb.h"
+#include "tests/golden/golden_support.h"
 #include "tests/unit/analyzer/cli_runner.h"
 #include "tests/unit/analyzer/json_value.h"
 
 namespace cumemtrace::analyzer {
 namespace {
 
+using golden::ExampleTraces;
 using test::JsonValue;
 
 constexpr uint64_t kTimeUnitNs = 10000;  // CUMEMTRACE_TIME_RESOLUTION=10us
@@ -289,15 +291,6 @@ void Diff(const JsonValue& a, const JsonValue& b, const std::string& path, std::
     case JsonValue::Type::kNull:
       return;
   }
-}
-
-std::vector<std::string> ExampleTraces() {
-  std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(CUMEMTRACE_EXAMPLES_DIR)) {
-    if (entry.path().extension() == ".pb") names.push_back(entry.path().stem().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 class CoarseStreamedExample : public ::testing::TestWithParam<std::string> {};

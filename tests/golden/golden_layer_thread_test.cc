@@ -1,31 +1,22 @@
 // PyTorch's allocator replayed on a thread of its own (model/torch/layer_thread.h) must change nothing a report
 // says: on every example trace, the summary (peaks with what was live, leaks, failed allocations and OOMs with the
 // allocator's figures, the autograd judgement, the phases) is the same byte for byte as with the replay on the
-// model's thread. The examples with PyTorch's layer have up to 60 000 allocator rows: many batches handed over, a
-// full queue, and waits at OOMs, at the allocator's attachment and, with NVTX ranges or found phases, the switch to
-// running inline.
+// model's thread. The examples with PyTorch's layer have up to 60 000 allocator rows: many batches handed over, and
+// waits at OOMs, at the allocator's attachment and, with NVTX ranges or found phases, the switch to running inline.
 #include <algorithm>
-#include <filesystem>
 #include <string>
-#include <vector>
 
 #include "analyzer/model/analysis.h"
 #include "analyzer/model/stacks/frame_resolver.h"
 #include "analyzer/render/json/json_reports.h"
 #include "analyzer/reports/summary_report.h"
 #include "gtest/gtest.h"
+#include "tests/golden/golden_support.h"
 
 namespace cumemtrace::analyzer {
 namespace {
 
-std::vector<std::string> ExampleTraces() {
-  std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(CUMEMTRACE_EXAMPLES_DIR)) {
-    if (entry.path().extension() == ".pb") names.push_back(entry.path().stem().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
+using golden::ExampleTraces;
 
 struct Summary {
   std::string json;

@@ -4,7 +4,9 @@
 #ifndef CUMEMTRACE_TESTS_GOLDEN_GOLDEN_SUPPORT_H_
 #define CUMEMTRACE_TESTS_GOLDEN_GOLDEN_SUPPORT_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -22,6 +24,16 @@ using test::JsonValue;
 
 inline std::string Example(const std::string& name) {
   return std::string(CUMEMTRACE_EXAMPLES_DIR) + "/" + name;
+}
+
+// The names (without .pb) of every trace in examples/, sorted: the parameters of the tests that run on each.
+inline std::vector<std::string> ExampleTraces() {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(CUMEMTRACE_EXAMPLES_DIR)) {
+    if (entry.path().extension() == ".pb") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 inline JsonValue ParseOrFail(const std::string& text, const std::string& what) {
