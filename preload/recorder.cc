@@ -273,6 +273,8 @@ int ComposeStackLocked(uint32_t thread, const uintptr_t* native, int native_coun
   return SplicePythonFrames(in, reinterpret_cast<uint64_t*>(out), max_out, &matched);
 }
 
+static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "stacks are kept as 64-bit words");
+
 // Counts what the unwind lost, and keeps the composed stack in the open unit for the writer to intern. Returns
 // what the event's `stack` holds. Called with g_locks.record held.
 uint64_t KeepStackLocked(uint32_t thread, TakenStack* stack) {
@@ -283,13 +285,16 @@ uint64_t KeepStackLocked(uint32_t thread, TakenStack* stack) {
   }
   if (stack->truncated) ++health.truncated_stacks;
   health.dropped_frames += stack->dropped_frames;
+  // Without Python frames to splice in, the native frames are the stack: kept from where they were taken.
+  if (stack->python_capture == PythonCapture::kOff) {
+    return g_output.queue.KeepStack(reinterpret_cast<const uint64_t*>(stack->pcs), stack->depth);
+  }
   // Under the lock: one buffer for all threads keeps the hook's own stack use small on threads with small stacks.
   // (Composing straight into the open unit instead, saving the copy below, executed no fewer instructions, so it
   // was not kept.)
   static uintptr_t frames[kMaxStackDepth + kMaxPythonFrames + 1];
   int frame_count = ComposeStackLocked(thread, stack->pcs, stack->depth, stack->python_capture, stack->python,
                                        frames, static_cast<int>(sizeof(frames) / sizeof(frames[0])));
-  static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "stacks are kept as 64-bit words");
   return g_output.queue.KeepStack(reinterpret_cast<const uint64_t*>(frames), frame_count);
 }
 

@@ -39,11 +39,13 @@ constexpr uint32_t kVerifyEvery = 256;
 
 struct Entry {
   bool truncated;
-  int16_t count;   // frames it gives: the values of the checks marked `program`, in order
+  int16_t count;   // frames it gives: frames[0, count)
   int16_t checks;  // stack slots checked: the frames from CaptureStack's caller outward, ours included
-  uint32_t slots[kMemoChecks];  // where a frame's return address lies: place + slots[i]
+  uint32_t slots[kMemoChecks];  // where a frame's return address (or a saved rbp) lies: place + slots[i]
   uintptr_t values[kMemoChecks];
-  bool program[kMemoChecks];    // the program's frame (given), not ours (only checked)
+  // The program's frames among the checked values, in order, kept apart so that a hit copies them in one piece
+  // (our own frames and saved rbps lie between them).
+  uintptr_t frames[kMemoFrames];
 };
 
 // The places and requests of a set's ways, apart from their entries: a lookup finds its place's ways here (4
@@ -157,10 +159,8 @@ int UnwindMemoLookup(uintptr_t place, int max_depth, bool keep_outermost, uintpt
     if (tag.place != place || tag.max_depth != max_depth || tag.keep_outermost != keep_outermost) continue;
     const Entry& e = set.ways[way];
     if (!Holds(e, place)) continue;
-    int n = 0;
-    for (int i = 0; i < e.checks; ++i) {
-      if (e.program[i]) pcs[n++] = e.values[i];
-    }
+    const int n = e.count;
+    memcpy(pcs, e.frames, sizeof(uintptr_t) * static_cast<size_t>(n));
     *truncated = e.truncated;
     *dropped = 0;
     ++table->hits;
@@ -187,7 +187,6 @@ void UnwindMemoLearn(uintptr_t place, int max_depth, bool keep_outermost, const 
 
   uint32_t slots[kMemoChecks];
   uintptr_t values[kMemoChecks];
-  bool program[kMemoChecks];
   int checks = 0;
   int given = 0;  // the program's frames seen: they must be pcs[0, count), in order
   unw_context_t context;
@@ -212,8 +211,7 @@ void UnwindMemoLearn(uintptr_t place, int max_depth, bool keep_outermost, const 
         return;
       }
       slots[checks] = static_cast<uint32_t>(slot - place);
-      values[checks] = ip;
-      program[checks++] = !ours;
+      values[checks++] = ip;
     } else if (!ours) {
       return;  // a frame of the program below CaptureStack's own: cannot be
     }
@@ -240,8 +238,7 @@ void UnwindMemoLearn(uintptr_t place, int max_depth, bool keep_outermost, const 
       return;
     }
     slots[checks] = static_cast<uint32_t>(rbp_saved.u.addr - place);
-    values[checks] = rbp;
-    program[checks++] = false;
+    values[checks++] = rbp;
   }
   if (given != count || checks == 0) return;
   Set& set = SetFor(*t_table, place);
@@ -256,7 +253,7 @@ void UnwindMemoLearn(uintptr_t place, int max_depth, bool keep_outermost, const 
   e.checks = static_cast<int16_t>(checks);
   memcpy(e.slots, slots, sizeof(uint32_t) * static_cast<size_t>(checks));
   memcpy(e.values, values, sizeof(uintptr_t) * static_cast<size_t>(checks));
-  memcpy(e.program, program, sizeof(bool) * static_cast<size_t>(checks));
+  memcpy(e.frames, pcs, sizeof(uintptr_t) * static_cast<size_t>(count));  // checked above: the program's frames
   std::atomic_signal_fence(std::memory_order_seq_cst);
   set.tags[way] = Tag{place, static_cast<int16_t>(max_depth), keep_outermost};
   if (Counting()) g_entries.fetch_add(1, std::memory_order_relaxed);
