@@ -1,6 +1,7 @@
 // LayerThread (see layer_thread.h).
 #include "analyzer/model/torch/layer_thread.h"
 
+#include <system_error>
 #include <utility>
 
 namespace cumemtrace::analyzer {
@@ -50,6 +51,12 @@ void LayerThread::ApplyStep(const Step& s) {
 }
 
 void LayerThread::Hand() {
+  if (!thread_.joinable() && !StartThread()) {
+    for (const Step& s : pending_) ApplyStep(s);  // no thread to be had: this one applies them, now and from now on
+    pending_.clear();
+    threaded_ = false;
+    return;
+  }
   std::vector<Step> next;
   {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -61,10 +68,18 @@ void LayerThread::Hand() {
     }
   }
   changed_.notify_all();
-  if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
   next.clear();
   next.reserve(kBatchSteps);
   pending_ = std::move(next);
+}
+
+bool LayerThread::StartThread() {
+  try {
+    thread_ = std::thread([this] { Run(); });
+    return true;
+  } catch (const std::system_error&) {  // the process may start no more threads (a limit, no memory)
+    return false;
+  }
 }
 
 void LayerThread::Run() {

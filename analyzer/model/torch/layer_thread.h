@@ -10,8 +10,9 @@
 // call. Either way the layer sees the same events, in the same order, with the same stamps, so it ends in the same
 // state: the reports cannot tell the difference.
 //
-// The thread starts with the first batch, so a trace without PyTorch events never starts it. Memory: at most
-// kMaxQueuedBatches batches of kBatchSteps slim copies of the events (about 1.5 MB).
+// The thread starts with the first batch, so a trace without PyTorch events never starts it; where the process can
+// start no thread, the layer runs inline. Memory: batches of kBatchSteps slim copies of the events, at most
+// kMaxQueuedBatches queued, one being applied and one filling (about 2 MB).
 #ifndef CUMEMTRACE_ANALYZER_MODEL_TORCH_LAYER_THREAD_H_
 #define CUMEMTRACE_ANALYZER_MODEL_TORCH_LAYER_THREAD_H_
 
@@ -53,8 +54,8 @@ class LayerThread {
   uint32_t PassesAtAllocatedPeak(int32_t device);
 
  private:
-  // What the layer reads of an event, with the stamps the scan gave it: half an Event's bytes, copied once per
-  // PyTorch event.
+  // What the layer reads of an event, with the stamps the scan gave it: two thirds of an Event's bytes, copied once
+  // per PyTorch event.
   struct Step {
     uint64_t seq;
     int64_t time_ns;
@@ -73,6 +74,7 @@ class LayerThread {
 
   void ApplyStep(const Step& step);  // on whichever thread owns the layer
   void Hand();                       // pending_ to the queue (waiting while it is full); starts the thread
+  bool StartThread();                // false if the process could not start one (the layer then runs inline)
   void Run();                        // the layer's thread
   void Wait();                       // until the queue is empty and the thread idle
 
