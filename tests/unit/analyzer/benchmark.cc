@@ -4,12 +4,22 @@
 // [read|model: stop after that phase, and skip the component measurements].
 // The trace mimics a training run: alloc/free pairs over a live set of ~20k allocations, 8 threads, 200 stacks,
 // a little out-of-order writing between threads.
+#include <dirent.h>
+#include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <random>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -47,6 +57,67 @@ double CpuSeconds() { return Seconds(CLOCK_THREAD_CPUTIME_ID); }
 
 // ReadTrace calls its visitor on a second thread (reader/delivery.h): a read is timed by the wall clock (what a
 // user waits) and by the CPU time of the whole process (every thread).
+// CPU seconds each thread of the process spends while the sampler runs, by thread name: it reads
+// /proc/self/task/*/stat every 5 ms and keeps each thread's first and last reading (a thread that ends is counted up
+// to 5 ms short; the kernel counts in ticks of 10 ms). It tells which thread sets the wall time on a machine with
+// cores to spare.
+class ThreadCpuSampler {
+ public:
+  ThreadCpuSampler() : thread_([this] { Loop(); }) {}
+  ~ThreadCpuSampler() { Stop(); }
+  // Stops sampling; returns the CPU seconds of each thread name (threads of one name summed), the sampler's own left
+  // out.
+  std::map<std::string, double> Stop() {
+    if (thread_.joinable()) {
+      stop_ = true;
+      thread_.join();
+    }
+    std::map<std::string, double> by_name;
+    for (const auto& [tid, reading] : readings_) by_name[reading.name] += reading.last - reading.first;
+    return by_name;
+  }
+
+ private:
+  void Loop() {
+    pthread_setname_np(pthread_self(), "cpu-sampler");
+    const double tick = 1.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
+    while (!stop_) {
+      DIR* dir = opendir("/proc/self/task");
+      for (dirent* e = dir != nullptr ? readdir(dir) : nullptr; e != nullptr; e = readdir(dir)) {
+        if (e->d_name[0] == '.') continue;
+        std::ifstream in(std::string("/proc/self/task/") + e->d_name + "/stat");
+        std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const size_t open = stat.find('('), close = stat.rfind(')');
+        if (open == std::string::npos || close == std::string::npos) continue;
+        const std::string name = stat.substr(open + 1, close - open - 1);
+        if (name == "cpu-sampler") continue;
+        std::istringstream fields(stat.substr(close + 2));  // state is field 3; utime and stime are 14 and 15
+        std::string field;
+        unsigned long long utime = 0, stime = 0;
+        for (int i = 3; i <= 15 && fields >> field; ++i) {
+          if (i == 14) utime = std::strtoull(field.c_str(), nullptr, 10);
+          if (i == 15) stime = std::strtoull(field.c_str(), nullptr, 10);
+        }
+        const double seconds = static_cast<double>(utime + stime) * tick;
+        auto it = readings_.try_emplace(std::atoi(e->d_name), Reading{name, seconds, seconds}).first;
+        it->second.name = name;  // a thread names itself after it starts
+        it->second.last = seconds;
+      }
+      if (dir != nullptr) closedir(dir);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+
+  struct Reading {
+    std::string name;
+    double first;  // CPU seconds when the sampler first saw the thread
+    double last;
+  };
+  std::atomic<bool> stop_{false};
+  std::map<int, Reading> readings_;  // by thread id, the sampler's own left out
+  std::thread thread_;
+};
+
 struct ReadTimer {
   double wall = Seconds(CLOCK_MONOTONIC);
   double cpu = Seconds(CLOCK_PROCESS_CPUTIME_ID);
@@ -208,8 +279,12 @@ int Main(int argc, char** argv) {
     AnalyzeOptions options;
     options.layer_thread = threading;
     timer = ReadTimer();
+    ThreadCpuSampler sampler;
     if (!Analyze(path, options).ok()) return 1;
     timer.Print(what, total);
+    std::printf("    CPU by thread:");
+    for (const auto& [name, seconds] : sampler.Stop()) std::printf(" %s %.2f s", name.c_str(), seconds);
+    std::printf("\n");
   }
   return 0;
 }
