@@ -55,8 +55,6 @@ double Seconds(clockid_t clock) {
 // measure the neighbours.
 double CpuSeconds() { return Seconds(CLOCK_THREAD_CPUTIME_ID); }
 
-// ReadTrace calls its visitor on a second thread (reader/delivery.h): a read is timed by the wall clock (what a
-// user waits) and by the CPU time of the whole process (every thread).
 // CPU seconds each thread of the process spends while the sampler runs, by thread name: it reads
 // /proc/self/task/*/stat every 5 ms and keeps each thread's first and last reading (a thread that ends is counted up
 // to 5 ms short; the kernel counts in ticks of 10 ms). It tells which thread sets the wall time on a machine with
@@ -118,6 +116,8 @@ class ThreadCpuSampler {
   std::thread thread_;
 };
 
+// ReadTrace calls its visitor on a second thread (reader/delivery.h): a read is timed by the wall clock (what a
+// user waits) and by the CPU time of the whole process (every thread).
 struct ReadTimer {
   double wall = Seconds(CLOCK_MONOTONIC);
   double cpu = Seconds(CLOCK_PROCESS_CPUTIME_ID);
