@@ -44,9 +44,12 @@ T Read(uintptr_t address) {
   return value;
 }
 
-bool HasType(uintptr_t object, uintptr_t type) {
-  return object != 0 && type != 0 && Read<uintptr_t>(object + g_runtime.layout->object_type) == type;
+// `type_offset`: the layout's object_type, passed in by loops that keep it in a register.
+bool HasType(uintptr_t object, uintptr_t type, size_t type_offset) {
+  return object != 0 && type != 0 && Read<uintptr_t>(object + type_offset) == type;
 }
+
+bool HasType(uintptr_t object, uintptr_t type) { return HasType(object, type, g_runtime.layout->object_type); }
 
 void* Lookup(const char* name) { return RealDlsym()(RTLD_DEFAULT, name); }
 
@@ -258,16 +261,20 @@ void CloseGroup(RawPythonStack* out) {
 
 // 3.10: every frame object on the chain ran its own call of the eval loop, so each is a group of its own.
 PythonCapture WalkFrameObjects(const PythonLayout& l, uintptr_t frame, RawPythonStack* out) {
+  // Offsets and types in locals, as in WalkInterpreterFrames below.
+  const size_t frame_code = l.frame_code, frame_instr = l.frame_instr, frame_previous = l.frame_previous;
+  const size_t object_type = l.object_type;
+  const uintptr_t frame_type = g_runtime.frame_type, code_type = g_runtime.code_type;
   // A cycle cannot happen in a sane chain; the step limit makes sure a broken one cannot hang the program.
   for (int steps = 0; frame != 0 && steps < 4 * kMaxPythonFrames; ++steps) {
-    if (!HasType(frame, g_runtime.frame_type)) return PythonCapture::kBroken;
-    const uintptr_t code = Read<uintptr_t>(frame + l.frame_code);
-    if (!HasType(code, g_runtime.code_type)) return PythonCapture::kBroken;
+    if (!HasType(frame, frame_type, object_type)) return PythonCapture::kBroken;
+    const uintptr_t code = Read<uintptr_t>(frame + frame_code);
+    if (!HasType(code, code_type, object_type)) return PythonCapture::kBroken;
     if (out->count < kMaxPythonFrames) {
-      out->frames[out->count++] = RawPythonFrame{code, Read<int32_t>(frame + l.frame_instr)};
+      out->frames[out->count++] = RawPythonFrame{code, Read<int32_t>(frame + frame_instr)};
     }
     CloseGroup(out);
-    frame = Read<uintptr_t>(frame + l.frame_previous);
+    frame = Read<uintptr_t>(frame + frame_previous);
   }
   return PythonCapture::kOk;
 }
@@ -275,31 +282,48 @@ PythonCapture WalkFrameObjects(const PythonLayout& l, uintptr_t frame, RawPython
 // 3.11+: one call of the eval loop runs several frames; its first is marked (is_entry in 3.11) or sits on a shim
 // frame owned by the C stack (3.12+), which is where a group ends.
 PythonCapture WalkInterpreterFrames(const PythonLayout& l, uintptr_t frame, RawPythonStack* out) {
+  // The layout's offsets and the frame count in locals: stores into `out` (integers of the same types) would
+  // otherwise make the compiler read every offset again for every frame, and this loop runs on every allocation.
+  const size_t frame_owner = static_cast<size_t>(l.frame_owner), frame_previous = l.frame_previous;
+  const size_t frame_code = l.frame_code, frame_instr = l.frame_instr, object_type = l.object_type;
+  const size_t code_bytecode = l.code_bytecode, code_firsttraceable = static_cast<size_t>(l.code_firsttraceable);
+  const bool has_is_entry = l.frame_is_entry != kAbsent;
+  const size_t frame_is_entry = static_cast<size_t>(l.frame_is_entry);
+  const int owner_cstack = l.owner_cstack, owner_generator = l.owner_generator;
+  const uintptr_t code_type = g_runtime.code_type;
+  int count = out->count;
+  PythonCapture result = PythonCapture::kOk;
   for (int steps = 0; frame != 0 && steps < 4 * kMaxPythonFrames; ++steps) {
-    const int owner = Read<int8_t>(frame + static_cast<size_t>(l.frame_owner));
-    const uintptr_t previous = Read<uintptr_t>(frame + l.frame_previous);
-    if (l.owner_cstack >= 0 && owner == l.owner_cstack) {
+    const int owner = Read<int8_t>(frame + frame_owner);
+    const uintptr_t previous = Read<uintptr_t>(frame + frame_previous);
+    if (owner_cstack >= 0 && owner == owner_cstack) {
+      out->count = count;
       CloseGroup(out);
       frame = previous;
       continue;
     }
-    const uintptr_t code = Read<uintptr_t>(frame + l.frame_code);
-    if (!HasType(code, g_runtime.code_type)) return PythonCapture::kBroken;
-    const uintptr_t first = code + l.code_bytecode;
-    const uintptr_t instr = Read<uintptr_t>(frame + l.frame_instr);
-    const int32_t first_traceable = Read<int32_t>(code + static_cast<size_t>(l.code_firsttraceable));
-    // A frame whose instruction pointer has not reached its first traceable instruction is still being set up.
-    const bool incomplete = owner != l.owner_generator &&
-                            instr < first + 2 * static_cast<uintptr_t>(first_traceable < 0 ? 0 : first_traceable);
-    if (!incomplete && out->count < kMaxPythonFrames) {
-      out->frames[out->count++] = RawPythonFrame{code, static_cast<int32_t>((instr - first) / 2)};
+    const uintptr_t code = Read<uintptr_t>(frame + frame_code);
+    if (!HasType(code, code_type, object_type)) {
+      result = PythonCapture::kBroken;
+      break;
     }
-    if (l.frame_is_entry != kAbsent && Read<uint8_t>(frame + static_cast<size_t>(l.frame_is_entry)) != 0) {
+    const uintptr_t first = code + code_bytecode;
+    const uintptr_t instr = Read<uintptr_t>(frame + frame_instr);
+    const int32_t first_traceable = Read<int32_t>(code + code_firsttraceable);
+    // A frame whose instruction pointer has not reached its first traceable instruction is still being set up.
+    const bool incomplete = owner != owner_generator &&
+                            instr < first + 2 * static_cast<uintptr_t>(first_traceable < 0 ? 0 : first_traceable);
+    if (!incomplete && count < kMaxPythonFrames) {
+      out->frames[count++] = RawPythonFrame{code, static_cast<int32_t>((instr - first) / 2)};
+    }
+    if (has_is_entry && Read<uint8_t>(frame + frame_is_entry) != 0) {
+      out->count = count;
       CloseGroup(out);
     }
     frame = previous;
   }
-  return PythonCapture::kOk;
+  out->count = count;
+  return result;
 }
 
 }  // namespace

@@ -301,12 +301,21 @@ uint64_t KeepStackLocked(uint32_t thread, TakenStack* stack) {
 // Gives the event its sequence number. PyTorch completes most frees inside the same call that requested them: when
 // nothing came between, the request's row becomes one torch.free row (a third fewer rows in a training loop, no
 // sequence number used); returns true then, and the event is not appended. Called with g_locks.record held.
-bool SequenceOrMergeLocked(const CallRecord& call, EventRecord* ev) {
+// The row a completed free (of `address` on `device`, by `thread`) turns into a torch.free row: the last one, if it
+// requested that free and nothing came after it; else nullptr. Called with g_locks.record held.
+EventRecord* RequestCompletedLocked(uint64_t address, int32_t device, uint32_t thread) {
   EventRecord* last = g_output.queue.last_event();
-  const bool merged = call.api == format::Api::kTorchFreeCompleted && last != nullptr &&
-                      last->api == static_cast<uint16_t>(format::Api::kTorchFreeRequested) &&
-                      last->address == ev->address && last->device == ev->device && last->thread == ev->thread &&
-                      last->seq == LastSequence();
+  const bool requested = last != nullptr && last->api == static_cast<uint16_t>(format::Api::kTorchFreeRequested) &&
+                         last->address == address && last->device == device && last->thread == thread &&
+                         last->seq == LastSequence();
+  return requested ? last : nullptr;
+}
+
+bool SequenceOrMergeLocked(const CallRecord& call, EventRecord* ev) {
+  EventRecord* last = call.api == format::Api::kTorchFreeCompleted
+                          ? RequestCompletedLocked(ev->address, ev->device, ev->thread)
+                          : nullptr;
+  const bool merged = last != nullptr;
   if (merged) last->api = static_cast<uint16_t>(format::Api::kTorchFree);
   ev->seq = merged ? last->seq : call.seq != 0 ? call.seq : TakeAppendedSequence();
   return merged;
@@ -381,6 +390,33 @@ void AppendLocked(const CallRecord& call, const EventKind& kind, ThreadState& se
   if (!merged) g_output.queue.Append(*ev);
   FlushOrSealLocked(call);
   AddRecorderTimeLocked(*clock);
+}
+
+// A completed free that only relabels the row before it (SequenceOrMergeLocked), done before anything else an
+// event costs (its clock, its stack's set-up, the device and thread checks): a training loop completes most of its
+// frees inside the call that requested them, so a third of PyTorch's allocator entries end here. Returns false,
+// having changed nothing, where the completion needs a row of its own (or the thread must write its Thread packet
+// first); Record() then takes it the usual way.
+bool MergeCompletedFree(const CallRecord& call, ThreadState& self) {
+  if (call.api != format::Api::kTorchFreeCompleted || !call.device_known || self.thread_index == 0 ||
+      self.name_changed) {
+    return false;
+  }
+  EventClock clock{};
+  clock.timing = DrawTiming(self);
+  if (clock.timing.total_weight != 0) clock.start_ns = NowNs();
+  pthread_mutex_lock(&g_locks.record);
+  EventRecord* last =
+      g_session.running() ? RequestCompletedLocked(call.address, call.device, self.thread_index) : nullptr;
+  if (last != nullptr) {
+    last->api = static_cast<uint16_t>(format::Api::kTorchFree);
+    ++g_health.recording.allocator_events;
+    // Its parts are not clocked: nothing of the event's own (stack, Python, composing) happened.
+    clock.timing.parts_weight = 0;
+    AddRecorderTimeLocked(clock);
+  }
+  pthread_mutex_unlock(&g_locks.record);
+  return last != nullptr;
 }
 
 // After a driver allocation: PyTorch's caching allocator may be asking for its first segment; if so, attach to it
@@ -543,6 +579,7 @@ void Record(const CallRecord& call) {
     if (call.seq != 0) SequenceDone(call.seq);
     return;
   }
+  if (MergeCompletedFree(call, self)) return;
   ++self.in_recorder;
   int saved_errno = errno;
   EventClock clock;

@@ -24,9 +24,10 @@ struct TorchEntry {
   uint64_t size = 0;
   int device = 0;
   int grad = -1;  // ALLOC: autograd's grad mode on the allocating thread (0 or 1)
+  long thread = 0;  // the thread that emitted it (its tid)
 };
 
-// The fake's ledger: "<action> addr=0x.. size=.. device=N grad=G" per trace entry it emitted, in order.
+// The fake's ledger: "<action> addr=0x.. size=.. device=N grad=G thread=T" per trace entry it emitted, in order.
 std::vector<TorchEntry> ReadTorchLedger(const std::string& path) {
   std::vector<TorchEntry> entries;
   std::ifstream in(path);
@@ -35,8 +36,8 @@ std::vector<TorchEntry> ReadTorchLedger(const std::string& path) {
     TorchEntry e;
     char action[32] = "";
     unsigned long long address = 0, size = 0;
-    if (sscanf(line.c_str(), "%31s addr=0x%llx size=%llu device=%d grad=%d", action, &address, &size, &e.device,
-               &e.grad) != 5) {
+    if (sscanf(line.c_str(), "%31s addr=0x%llx size=%llu device=%d grad=%d thread=%ld", action, &address, &size,
+               &e.device, &e.grad, &e.thread) != 6) {
       ADD_FAILURE() << "bad ledger line: " << line;
       continue;
     }
@@ -124,13 +125,14 @@ TorchRun RunTorch(const std::string& scenario, std::vector<std::pair<std::string
 }
 
 // Every entry the allocator emitted is in the trace, in the allocator's order: one event each, except that a
-// free_requested directly followed by the free_completed of the same block is one `free` event.
+// free_requested directly followed by the free_completed of the same block on the same thread is one `free` event.
 void ExpectTraceMatchesLedger(const TorchRun& r) {
   std::vector<std::string> expected, actual;
   for (size_t i = 0; i < r.ledger.size(); ++i) {
     const TorchEntry& e = r.ledger[i];
     if (e.action == "free_requested" && i + 1 < r.ledger.size() && r.ledger[i + 1].action == "free_completed" &&
-        r.ledger[i + 1].address == e.address && r.ledger[i + 1].device == e.device) {
+        r.ledger[i + 1].address == e.address && r.ledger[i + 1].device == e.device &&
+        r.ledger[i + 1].thread == e.thread) {
       TorchEntry both = e;
       both.action = "free";
       expected.push_back(LedgerEntryKey(both));
@@ -193,6 +195,23 @@ TEST(TorchTracker, AttachesAtTheFirstSegmentAndRecordsEveryEntry) {
       EXPECT_EQ(e->stack, 0u) << TraceEventKey(*e);
     }
   }
+  RemoveRunDir(r.run);
+}
+
+// A free PyTorch completes later (a block used on other streams) is two rows, except where nothing came between the
+// request and its completion on that thread; the ledger says which.
+TEST(TorchTracker, AFreeCompletedLaterIsARowOfItsOwn) {
+  TorchRun r = RunTorch("deferred");
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.Describe();
+  ASSERT_TRUE(r.trace.status.ok()) << r.trace.status;
+  ExpectTraceMatchesLedger(r);
+  int completed = 0, merged = 0;
+  for (const analyzer::Event* e : TorchEvents(r.trace)) {
+    completed += e->api == Api::kTorchFreeCompleted ? 1 : 0;
+    merged += e->api == Api::kTorchFree ? 1 : 0;
+  }
+  EXPECT_EQ(completed, 2);  // after another row, and on another thread
+  EXPECT_GE(merged, 2);     // c's, b's and basic's
   RemoveRunDir(r.run);
 }
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -101,6 +102,7 @@ struct Block {
   CUdeviceptr ptr;
   size_t requested;
   Segment* segment;
+  bool used_on_other_streams = false;
 };
 
 class DeviceCachingAllocator {
@@ -144,11 +146,32 @@ class DeviceCachingAllocator {
       Block block = blocks_[i];
       blocks_.erase(blocks_.begin() + static_cast<long>(i));
       RecordTrace(TraceEntry::FREE_REQUESTED, block.ptr, block.requested);
-      if (--block.segment->live == 0) block.segment->used = 0;  // the whole segment is free again
-      RecordTrace(TraceEntry::FREE_COMPLETED, block.ptr, block.requested);
+      if (block.used_on_other_streams) {  // as PyTorch waits for the streams' events: completed later
+        deferred_.push_back(block);
+        return true;
+      }
+      Complete(block);
       return true;
     }
     return false;
+  }
+
+  // record_stream(): the block's free waits until fake_torch_process_events().
+  bool recordStream(void* ptr) {
+    std::unique_lock<std::recursive_mutex> lock(mutex_);
+    for (Block& block : blocks_) {
+      if (block.ptr != reinterpret_cast<CUdeviceptr>(ptr)) continue;
+      block.used_on_other_streams = true;
+      return true;
+    }
+    return false;
+  }
+
+  // PyTorch's process_events(): the frees whose streams are done complete now, on the calling thread.
+  void processEvents() {
+    std::unique_lock<std::recursive_mutex> lock(mutex_);
+    for (const Block& block : deferred_) Complete(block);
+    deferred_.clear();
   }
 
   void emptyCache() {
@@ -166,6 +189,11 @@ class DeviceCachingAllocator {
   }
 
  private:
+  void Complete(const Block& block) {
+    if (--block.segment->live == 0) block.segment->used = 0;  // the whole segment is free again
+    RecordTrace(TraceEntry::FREE_COMPLETED, block.ptr, block.requested);
+  }
+
   Segment* NewSegment(size_t size, size_t rounded) {
     if (expandable_) return Grow(rounded);
     size_t segment_size = size <= kSmallSize      ? kSmallBuffer
@@ -220,8 +248,9 @@ class DeviceCachingAllocator {
     te.size_ = size;
     if (FILE* ledger = Ledger()) {
       // An ALLOC says autograd's grad mode on the allocating thread, as the preload should have read it.
-      fprintf(ledger, "%s addr=0x%zx size=%zu device=%d grad=%d\n", kActionNames[action], addr, size, device_,
-              action == TraceEntry::ALLOC ? static_cast<int>(GradMode::is_enabled()) : -1);
+      fprintf(ledger, "%s addr=0x%zx size=%zu device=%d grad=%d thread=%ld\n", kActionNames[action], addr, size,
+              device_, action == TraceEntry::ALLOC ? static_cast<int>(GradMode::is_enabled()) : -1,
+              static_cast<long>(syscall(SYS_gettid)));
       fflush(ledger);
     }
     for (const auto& tracker : trace_trackers_) tracker(te);
@@ -234,6 +263,7 @@ class DeviceCachingAllocator {
   std::vector<AllocatorTraceTracker> trace_trackers_;
   std::vector<std::unique_ptr<Segment>> segments_;
   std::vector<Block> blocks_;
+  std::vector<Block> deferred_;  // freed, their completion waiting for processEvents()
 };
 
 class NativeCachingAllocator : public CUDAAllocator {
@@ -254,6 +284,15 @@ class NativeCachingAllocator : public CUDAAllocator {
   }
   void attachAllocatorTraceTracker(AllocatorTraceTracker tracker) override {
     for (auto& a : device_allocator) a->attachAllocatorTraceTracker(tracker);
+  }
+  // Not virtual: the vtable stays as the preload expects it.
+  void recordStream(void* ptr) {
+    for (auto& a : device_allocator) {
+      if (a->recordStream(ptr)) return;
+    }
+  }
+  void processEvents() {
+    for (auto& a : device_allocator) a->processEvents();
   }
 
   std::vector<std::unique_ptr<DeviceCachingAllocator>> device_allocator;
@@ -304,6 +343,11 @@ extern "C" __attribute__((visibility("default"))) void* fake_torch_malloc(size_t
   return fake::allocator.load()->malloc(size, device);
 }
 extern "C" __attribute__((visibility("default"))) void fake_torch_free(void* ptr) { fake::allocator.load()->free(ptr); }
+// tensor.record_stream(): the block's free completes only at fake_torch_process_events() (the native backend only).
+extern "C" __attribute__((visibility("default"))) void fake_torch_record_stream(void* ptr) {
+  fake::g_native.recordStream(ptr);
+}
+extern "C" __attribute__((visibility("default"))) void fake_torch_process_events() { fake::g_native.processEvents(); }
 namespace {
 // `frames` native frames between the caller and the allocator, as PyTorch's dispatcher puts 30 to 40 between a
 // Python binding and the caching allocator (bench/torch_workload.py measures the tracker's cost at a given depth).

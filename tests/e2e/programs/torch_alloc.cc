@@ -6,7 +6,12 @@
 //   retry   a driver allocation from the library before its allocator exists, then basic
 //   oom     a request the driver refuses (FAKE_CUDA_FAIL_ABOVE): the allocator's OOM entry
 //   devices two device allocators
+//   deferred frees that wait for other streams (record_stream): completed after another row, right after the
+//            request, and on another thread; then basic
 #include <string.h>
+
+#include <atomic>
+#include <thread>
 
 #include "program_support.h"
 
@@ -16,6 +21,8 @@ void* fake_torch_malloc(size_t size, int device);
 void fake_torch_free(void* ptr);
 void fake_torch_empty_cache();
 void fake_torch_set_grad_enabled(int enabled);  // fake libc10.so
+void fake_torch_record_stream(void* ptr);
+void fake_torch_process_events();
 CUdeviceptr fake_torch_raw_alloc(size_t size);
 }
 
@@ -41,6 +48,36 @@ void Basic(int device) {
   E2E_CHECK(fake_torch_malloc(64 * kKiB, device) != nullptr);  // live at exit: a tensor never freed
 }
 
+// Each free's completion is a row of its own unless it comes right after its request, on the same thread.
+void DeferredFrees() {
+  void* a = fake_torch_malloc(1000, 0);
+  fake_torch_record_stream(a);
+  fake_torch_free(a);
+  void* b = fake_torch_malloc(2000, 0);  // a row between a's request and its completion
+  fake_torch_process_events();
+  void* c = fake_torch_malloc(3000, 0);
+  fake_torch_record_stream(c);
+  fake_torch_free(c);
+  fake_torch_process_events();  // right after the request: one torch.free row
+  // Completed by another thread, one that has rows of its own already.
+  std::atomic<int> step{0};
+  std::thread other([&step] {
+    void* e = fake_torch_malloc(500, 0);
+    step.store(1);
+    while (step.load() != 2) std::this_thread::yield();
+    fake_torch_process_events();
+    fake_torch_free(e);
+  });
+  while (step.load() != 1) std::this_thread::yield();
+  void* d = fake_torch_malloc(4000, 0);
+  fake_torch_record_stream(d);
+  fake_torch_free(d);
+  step.store(2);
+  other.join();
+  E2E_CHECK(a != nullptr && b != nullptr && c != nullptr && d != nullptr);
+  fake_torch_free(b);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -48,6 +85,7 @@ int main(int argc, char** argv) {
   E2E_CHECK_CU(cuInit(0));
   if (strcmp(scenario, "retry") == 0) E2E_CHECK(fake_torch_raw_alloc(kMiB) != 0);
   fake_torch_init(strcmp(scenario, "devices") == 0 ? 2 : 1);
+  if (strcmp(scenario, "deferred") == 0) DeferredFrees();
   Basic(0);
   if (strcmp(scenario, "devices") == 0) Basic(1);
   if (strcmp(scenario, "oom") == 0) E2E_CHECK(fake_torch_malloc(cumemtrace::e2e::kPlantedFailureBytes, 0) == nullptr);
