@@ -194,8 +194,28 @@ TEST_P(PythonStacks, MainThreadShowsEveryCallerWithItsLine) {
       {"<module>", kScript, lines.at("module")},
   };
   EXPECT_EQ(frames, expected);
-  // Native frames (the call into CUDA, ctypes, libffi) come before the innermost Python frame.
+  // Native frames (the call into CUDA, ctypes, libffi) come before the innermost Python frame, and the
+  // interpreter's own frames outside its eval loop (its main, libc's start) after the outermost one: the Python
+  // frames sit where the interpreter ran them.
   EXPECT_GT(first_python, 0);
+  std::vector<uint64_t> pcs;
+  ASSERT_TRUE(trace_->StackPcs(e->stack, &pcs).ok());
+  ASSERT_FALSE(pcs.empty());
+  EXPECT_FALSE(format::IsPythonFramePc(pcs.back())) << "the outermost frame is a Python frame";
+}
+
+// map() is a C function: the native frames of its call lie between the frame it calls and the frame that called it.
+TEST_P(PythonStacks, ACFunctionsNativeFramesLieBetweenThePythonFramesAroundIt) {
+  const analyzer::Event* e = AllocOfSize(8 << 20);
+  ASSERT_NE(e, nullptr) << run_->Describe();
+  std::vector<uint64_t> pcs;
+  ASSERT_TRUE(trace_->StackPcs(e->stack, &pcs).ok());
+  std::vector<size_t> python_at;
+  for (size_t i = 0; i < pcs.size(); ++i) {
+    if (format::IsPythonFramePc(pcs[i])) python_at.push_back(i);
+  }
+  ASSERT_GE(python_at.size(), 2u);
+  EXPECT_GT(python_at[1], python_at[0] + 1) << "inner's and main's frames are adjacent";
 }
 
 // Consecutive stacks of one thread that share outer frames and differ inside (another line, another depth): each
