@@ -36,23 +36,9 @@ class OutputQueue {
     EventRecord* events = nullptr;  // kBatchEvents of them, mapped
     size_t event_count = 0;
     uint64_t complete_below = 0;  // the event batch's mark (sequence.h), taken when the unit was sealed
-    // The events' stacks, not yet interned: per stack a header word, then its native frames (innermost first), and
-    // for a stack kept with its Python frames apart, those frames and their groups' ends (four to a word). Until
+    // The events' stacks, not yet interned: per stack its frame count, then its frames (innermost first). Until
     // the writer interns them, an event's `stack` is 1 + the offset of its stack here (0: none).
     MappedArray<uint64_t> stacks;
-  };
-
-  // A stack as kept. With has_python, the Python frames (pcs of frame ids, innermost first) and the ends of their
-  // groups are still to be spliced into the native frames (stack_compose.h); no Python frames then stands for a
-  // thread on which Python runs but which has no frames.
-  struct KeptStack {
-    const uint64_t* native;
-    int native_count;
-    bool has_python;
-    const uint64_t* python;
-    int python_count;
-    const uint16_t* group_end;
-    int group_count;
   };
 
   // Maps every unit's buffers (`packet_bytes` each to start with; they grow). Returns false if memory ran out.
@@ -70,11 +56,6 @@ class OutputQueue {
   // Keeps a stack of the open unit for the writer to intern; returns what the event's `stack` holds until then
   // (1 + its offset), or 0 if memory ran out (the event then has no stack, as when interning fails).
   uint64_t KeepStack(const uint64_t* frames, int count);
-  // Keeps a stack whose Python frames the writer splices in (KeptStack), the same way. Splicing there rather than
-  // under the recorder's lock on the thread that allocated takes that work off the program's threads.
-  uint64_t KeepPythonStack(const KeptStack& stack);
-  // The stack kept at `ref` (a KeepStack or KeepPythonStack result) of a sealed unit (the writer's lock held).
-  static KeptStack ReadKept(const Unit& unit, uint64_t ref);
 
   // Moves the open unit, if it holds anything, behind the sealed ones and opens an empty one. Returns false, and
   // changes nothing, when kMaxSealed units wait already: the caller writes them first.

@@ -19,6 +19,7 @@
 #include "preload/output_queue.h"
 #include "preload/python_frame_table.h"
 #include "preload/python_frames.h"
+#include "preload/python_splice.h"
 #include "preload/recorder_state.h"
 #include "preload/sequence.h"
 #include "preload/torch_tracker.h"
@@ -231,21 +232,23 @@ void NotePythonBrokenLocked() {
   if (!g_tables.python_broken_notice_written) out->ClearError();
 }
 
-// Keeps the event's stack for the writer: its native frames and, apart from them, the thread's Python frames as
-// frame ids, which the writer splices in where the interpreter ran them (stack_compose.h); no Python frames when
-// Python runs but this thread has none (the writer then marks the outermost frame). Interning the Python frames
-// must happen here, while their code objects surely live. Returns what the event's `stack` holds. Called with
-// g_locks.record held, after the native and Python stacks were taken outside it.
-uint64_t KeepPythonStackLocked(uint32_t thread, const TakenStack& stack) {
-  const RawPythonStack& py = stack.python;
+// The stack an event carries: native frames with the thread's Python frames spliced in where the interpreter ran
+// them; a marker frame when Python runs but this thread has none. Returns the frame count. Called with
+// g_locks.record held (interning), after the native and Python stacks were taken outside it.
+int ComposeStackLocked(uint32_t thread, const uintptr_t* native, int native_count, PythonCapture capture,
+                       const RawPythonStack& py, uintptr_t* out, int max_out) {
+  if (capture == PythonCapture::kOff) {
+    for (int i = 0; i < native_count; ++i) out[i] = native[i];
+    return native_count;
+  }
   uint64_t python[kMaxPythonFrames];
   uint16_t group_end[kMaxPythonFrames + 1];
   int count = 0, groups = 0;
-  if (stack.python_capture == PythonCapture::kBroken) {
+  if (capture == PythonCapture::kBroken) {
     ++g_health.recording.python_failures;
     NotePythonBrokenLocked();
   }
-  if (stack.python_capture == PythonCapture::kOk || stack.python_capture == PythonCapture::kBroken) {
+  if (capture == PythonCapture::kOk || capture == PythonCapture::kBroken) {
     uint64_t ids[kMaxPythonFrames];
     g_tables.python_frames.InternStack(thread, py, &g_tables.strings, ids);
     // Interning may fail (out of memory): such a frame is left out, and its group shrinks with it.
@@ -256,14 +259,23 @@ uint64_t KeepPythonStackLocked(uint32_t thread, const TakenStack& stack) {
       group_end[groups++] = static_cast<uint16_t>(count);
     }
   }
-  if (count > 0) ++g_health.recording.python_stacks;
-  static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "stacks are kept as 64-bit words");
-  return g_output.queue.KeepPythonStack(OutputQueue::KeptStack{reinterpret_cast<const uint64_t*>(stack.pcs),
-                                                               stack.depth, true, python, count, group_end,
-                                                               count > 0 ? groups : 0});
+  if (count == 0) {  // no Python thread state, or no frames: say so in the outermost frame
+    int n = native_count < max_out - 1 ? native_count : max_out - 1;
+    for (int i = 0; i < n; ++i) out[i] = native[i];
+    out[n] = format::PcOfPythonFrameId(format::kNoPythonFramesId);
+    return n + 1;
+  }
+  ++g_health.recording.python_stacks;
+  bool is_eval[kMaxStackDepth];
+  for (int i = 0; i < native_count; ++i) is_eval[i] = IsEvalLoopPc(native[i]);
+  SpliceInput in{native, is_eval, native_count, python, group_end, groups};
+  bool matched = false;
+  return SplicePythonFrames(in, reinterpret_cast<uint64_t*>(out), max_out, &matched);
 }
 
-// Counts what the unwind lost, and keeps the stack in the open unit for the writer to compose and intern. Returns
+static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "stacks are kept as 64-bit words");
+
+// Counts what the unwind lost, and keeps the composed stack in the open unit for the writer to intern. Returns
 // what the event's `stack` holds. Called with g_locks.record held.
 uint64_t KeepStackLocked(uint32_t thread, TakenStack* stack) {
   HealthCounters::Recording& health = g_health.recording;
@@ -273,11 +285,17 @@ uint64_t KeepStackLocked(uint32_t thread, TakenStack* stack) {
   }
   if (stack->truncated) ++health.truncated_stacks;
   health.dropped_frames += stack->dropped_frames;
-  // Without Python frames to splice in, the native frames are the stack.
+  // Without Python frames to splice in, the native frames are the stack: kept from where they were taken.
   if (stack->python_capture == PythonCapture::kOff) {
     return g_output.queue.KeepStack(reinterpret_cast<const uint64_t*>(stack->pcs), stack->depth);
   }
-  return KeepPythonStackLocked(thread, *stack);
+  // Under the lock: one buffer for all threads keeps the hook's own stack use small on threads with small stacks.
+  // (Composing straight into the open unit instead, saving the copy below, executed no fewer instructions, so it
+  // was not kept.)
+  static uintptr_t frames[kMaxStackDepth + kMaxPythonFrames + 1];
+  int frame_count = ComposeStackLocked(thread, stack->pcs, stack->depth, stack->python_capture, stack->python,
+                                       frames, static_cast<int>(sizeof(frames) / sizeof(frames[0])));
+  return g_output.queue.KeepStack(reinterpret_cast<const uint64_t*>(frames), frame_count);
 }
 
 // Gives the event its sequence number. PyTorch completes most frees inside the same call that requested them: when

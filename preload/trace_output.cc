@@ -9,14 +9,11 @@
 #include <time.h>
 
 #include "preload/batch_compression.h"
-#include "preload/config.h"
 #include "preload/gpu_processes.h"
 #include "preload/log.h"
-#include "preload/python_frames.h"
 #include "preload/recorder.h"
 #include "preload/recorder_state.h"
 #include "preload/sequence.h"
-#include "preload/stack_compose.h"
 #include "preload/trace_writer.h"
 
 namespace cumemtrace::preload {
@@ -91,15 +88,8 @@ void WriteSealedIoLocked() {
     for (size_t i = 0; i < unit->event_count; ++i) {
       EventRecord& ev = unit->events[i];
       if (ev.stack == 0) continue;
-      const OutputQueue::KeptStack kept = OutputQueue::ReadKept(*unit, ev.stack);
-      if (!kept.has_python) {
-        ev.stack = stacks.Intern(reinterpret_cast<const uintptr_t*>(kept.native), kept.native_count);
-        continue;
-      }
-      // One buffer: the writer's lock is held.
-      static uint64_t frames[kMaxStackDepth + kMaxPythonFrames + 1];
-      const int count = ComposeKeptStack(kept, frames, static_cast<int>(sizeof(frames) / sizeof(frames[0])));
-      ev.stack = stacks.Intern(reinterpret_cast<const uintptr_t*>(frames), count);
+      const uint64_t* kept = &unit->stacks[ev.stack - 1];
+      ev.stack = stacks.Intern(reinterpret_cast<const uintptr_t*>(kept + 1), static_cast<int>(kept[0]));
     }
     if (stacks.first_pending() < stacks.next_id()) {
       if (WriteStackNodes(out, stacks, stacks.first_pending(), stacks.next_id())) {

@@ -1,6 +1,5 @@
 // The output queue: units come out in the order they were sealed, with their packets and events intact; a full
-// queue refuses a seal without changing anything; one producer and one consumer on two threads lose nothing; kept
-// stacks come back as they were kept.
+// queue refuses a seal without changing anything; one producer and one consumer on two threads lose nothing.
 #include "preload/output_queue.h"
 
 #include <atomic>
@@ -13,8 +12,6 @@
 
 namespace cumemtrace::preload {
 namespace {
-
-constexpr uint64_t P(uint64_t id) { return id | (uint64_t{1} << 63); }  // a Python frame's pc
 
 EventRecord Event(uint64_t seq) {
   EventRecord ev{};
@@ -96,56 +93,6 @@ TEST_F(OutputQueueTest, KeptStacksTravelWithTheirUnit) {
     queue_.Pop();
   }
   EXPECT_EQ(queue_.KeepStack(a, 3), 1u);
-}
-
-// A stack kept with its Python frames apart comes back part by part, next to a plain one, whatever its group count
-// (group ends go four to a word).
-TEST_F(OutputQueueTest, APythonStackComesBackPartByPart) {
-  const uint64_t native[] = {0x30, 0x20, 0x10};
-  const uint64_t python[] = {P(7), P(8), P(9), P(10), P(11)};
-  const uint16_t group_end[] = {1, 2, 3, 4, 5};
-  const uint64_t plain = queue_.KeepStack(native, 2);
-  const uint64_t with_python = queue_.KeepPythonStack({native, 3, true, python, 5, group_end, 5});
-  const uint64_t no_frames = queue_.KeepPythonStack({native, 1, true, nullptr, 0, nullptr, 0});
-  const uint64_t no_native = queue_.KeepPythonStack({nullptr, 0, true, python, 1, group_end, 1});
-  ASSERT_NE(plain, 0u);
-  ASSERT_NE(with_python, 0u);
-  ASSERT_NE(no_frames, 0u);
-  ASSERT_NE(no_native, 0u);
-  queue_.Append(Event(1));
-  ASSERT_TRUE(queue_.Seal(2));
-  const OutputQueue::Unit* unit = queue_.Oldest();
-  ASSERT_NE(unit, nullptr);
-
-  OutputQueue::KeptStack k = OutputQueue::ReadKept(*unit, plain);
-  EXPECT_FALSE(k.has_python);
-  ASSERT_EQ(k.native_count, 2);
-  EXPECT_EQ(std::vector<uint64_t>(k.native, k.native + 2), std::vector<uint64_t>({0x30, 0x20}));
-
-  k = OutputQueue::ReadKept(*unit, with_python);
-  EXPECT_TRUE(k.has_python);
-  ASSERT_EQ(k.native_count, 3);
-  EXPECT_EQ(std::vector<uint64_t>(k.native, k.native + 3), std::vector<uint64_t>({0x30, 0x20, 0x10}));
-  ASSERT_EQ(k.python_count, 5);
-  EXPECT_EQ(std::vector<uint64_t>(k.python, k.python + 5), std::vector<uint64_t>(python, python + 5));
-  ASSERT_EQ(k.group_count, 5);
-  EXPECT_EQ(std::vector<uint16_t>(k.group_end, k.group_end + 5), std::vector<uint16_t>(group_end, group_end + 5));
-
-  k = OutputQueue::ReadKept(*unit, no_frames);
-  EXPECT_TRUE(k.has_python);
-  EXPECT_EQ(k.native_count, 1);
-  EXPECT_EQ(k.native[0], 0x30u);
-  EXPECT_EQ(k.python_count, 0);
-  EXPECT_EQ(k.group_count, 0);
-
-  k = OutputQueue::ReadKept(*unit, no_native);
-  EXPECT_EQ(k.native_count, 0);
-  ASSERT_EQ(k.python_count, 1);
-  EXPECT_EQ(k.python[0], P(7));
-  ASSERT_EQ(k.group_count, 1);
-  EXPECT_EQ(k.group_end[0], 1u);
-  // The words after the plain stack (1 + 2), the Python one (1 + 3 + 5 + 2 words of group ends) and the others.
-  EXPECT_EQ(unit->stacks.size(), 3u + 11u + 2u + 3u);
 }
 
 TEST_F(OutputQueueTest, AnEmptyOpenUnitIsNotSealed) {
