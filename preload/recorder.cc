@@ -298,9 +298,6 @@ uint64_t KeepStackLocked(uint32_t thread, TakenStack* stack) {
   return g_output.queue.KeepStack(reinterpret_cast<const uint64_t*>(frames), frame_count);
 }
 
-// Gives the event its sequence number. PyTorch completes most frees inside the same call that requested them: when
-// nothing came between, the request's row becomes one torch.free row (a third fewer rows in a training loop, no
-// sequence number used); returns true then, and the event is not appended. Called with g_locks.record held.
 // The row a completed free (of `address` on `device`, by `thread`) turns into a torch.free row: the last one, if it
 // requested that free and nothing came after it; else nullptr. Called with g_locks.record held.
 EventRecord* RequestCompletedLocked(uint64_t address, int32_t device, uint32_t thread) {
@@ -311,6 +308,10 @@ EventRecord* RequestCompletedLocked(uint64_t address, int32_t device, uint32_t t
   return requested ? last : nullptr;
 }
 
+// Gives the event its sequence number. PyTorch completes most frees inside the same call that requested them: when
+// nothing came between, the request's row becomes one torch.free row (a third fewer rows in a training loop, no
+// sequence number used); returns true then, and the event is not appended. Called with g_locks.record held.
+// (MergeCompletedFree below takes most of them before they get here.)
 bool SequenceOrMergeLocked(const CallRecord& call, EventRecord* ev) {
   EventRecord* last = call.api == format::Api::kTorchFreeCompleted
                           ? RequestCompletedLocked(ev->address, ev->device, ev->thread)
