@@ -3,9 +3,9 @@
 #include "analyzer/model/scan_pass.h"
 
 #include <algorithm>
-#include <thread>
 
 #include "absl/container/flat_hash_map.h"
+#include "analyzer/usable_cpus.h"
 
 namespace cumemtrace::analyzer {
 namespace {
@@ -82,7 +82,7 @@ bool ScanPass::LayerThreadWanted(LayerThreading threading) {
   // Three busy threads on two cores take turns: the layer's thread then only adds its hand-overs (measured on the
   // development VM's two cores: no faster).
   return threading == LayerThreading::kOwnThread ||
-         (threading == LayerThreading::kAuto && std::thread::hardware_concurrency() > 2);
+         (threading == LayerThreading::kAuto && UsableCpus() > 2);
 }
 
 void ScanPass::OnEvent(const Event& event) {

@@ -46,8 +46,10 @@ class ScanPass : public MetadataVisitor {
   // read. Returns false if the pinned changes need a second read (PinnedPass).
   bool Finish();
 
- private:
+  // Whether PyTorch's allocator layer runs on a thread of its own under `threading` here (this process's CPUs).
   static bool LayerThreadWanted(LayerThreading threading);
+
+ private:
   void FinishLeaks();
   void FinishAllocator();
   void ApplyTorch(const Event& event, uint64_t index);

@@ -10,7 +10,6 @@
 #include <cstring>
 #include <memory>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +19,7 @@
 #include "analyzer/reader/event_batch_decoder.h"
 #include "analyzer/reader/event_batch_wire.h"
 #include "analyzer/reader/reorder_window.h"
+#include "analyzer/usable_cpus.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/stubs/logging.h"
 #include "proto/crc32c.h"
@@ -807,7 +807,7 @@ absl::Status ReadTrace(const std::string& path, TraceVisitor& visitor, ReadStats
   if (stats == nullptr) stats = &local;
   *stats = ReadStats();
   const bool threaded = thread == DeliveryThread::kSecond ||
-                        (thread == DeliveryThread::kAuto && std::thread::hardware_concurrency() > 1);
+                        (thread == DeliveryThread::kAuto && UsableCpus() > 1);
   if (!threaded) return Reader(path, visitor, stats).Run();
   Delivery delivery(visitor);
   absl::Status status = Reader(path, delivery, stats).Run();
