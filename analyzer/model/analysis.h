@@ -34,7 +34,7 @@ namespace cumemtrace::analyzer {
 
 // Where PyTorch's allocator is replayed during the scan (model/torch/layer_thread.h).
 enum class LayerThreading {
-  kAuto,       // on a thread of its own where the process may run on three CPUs or more: the reader's, the model's, its own
+  kAuto,       // on a thread of its own where the process may use three CPUs or more: the reader's, the model's, its own
   kOwnThread,  // always on a thread of its own
   kInline,     // on the model's thread
 };
