@@ -42,7 +42,8 @@ bool CgroupPath(absl::string_view controller, std::string* path) {
 }
 
 // The CPUs the process's cgroup quota allows; 0 for none or none found. A path that is not mounted where the
-// process sees it (another cgroup namespace) is looked up at the hierarchy's root as well.
+// process sees it (another cgroup namespace) is looked up at the hierarchy's root as well. Only the process's own
+// cgroup is read: a quota set on a cgroup above it is missed, and the threads are then started as the CPU set says.
 unsigned QuotaCpus() {
   std::string path;
   if (CgroupPath("", &path)) {
