@@ -337,16 +337,20 @@ def table(results, configs, modes):
         parted = [m for m in modes if "recorder_parts_ns_per_row" in by_mode.get(m, {})]
         if parted:
             lines.append("\nWhere the preload's time goes, ns per trace row, medians of the processes (trailer; the "
-                         "parts are estimated on other events than the total, and each holds one clock read):\n")
+                         "parts are estimated on other events than the total, and each holds one clock read). In "
+                         "short processes read the parts and their sum: the total also holds each thread's first "
+                         "events, clocked one by one with the process's one-time costs, which vary between "
+                         "processes that start together:\n")
             lines.append("| mode | all | Python frames | unwinding | lock wait | stack (Python ids, splicing; "
-                         "interning before the output queue) | rest | writer: interning, encoding, writing (the flush "
-                         "thread, but for stalls; 0 before the output queue) | stalled seals (all processes) |")
-            lines.append("|---|---|---|---|---|---|---|---|---|")
+                         "interning before the output queue) | the parts' sum | rest | writer: interning, encoding, "
+                         "writing (the flush thread, but for stalls; 0 before the output queue) | stalled seals (all "
+                         "processes) |")
+            lines.append("|---|---|---|---|---|---|---|---|---|---|")
             for mode in parted:
                 r = by_mode[mode]
                 parts = [r["recorder_parts_ns_per_row"][part] for part in RECORDER_PARTS]
                 cells = " | ".join(f"{v:.0f}" for v in parts)
-                lines.append(f"| {mode} | {r['recorder_ns_per_row']:.0f} | {cells} | "
+                lines.append(f"| {mode} | {r['recorder_ns_per_row']:.0f} | {cells} | {sum(parts):.0f} | "
                              f"{r['recorder_ns_per_row'] - sum(parts):.0f} | {r.get('writer_ns_per_row', 0):.0f} | "
                              f"{r.get('stalled_seals', 0)} |")
     return "\n".join(lines) + "\n"
