@@ -72,7 +72,8 @@ class LayerThread {
     AutogradStamp stamp;
   };
 
-  void ApplyStep(const Step& step);  // on whichever thread owns the layer
+  void ApplyStep(const Step& step);  // a queued step: on the layer's thread, or here if none could start
+  void ApplyNow(const Event& event, uint64_t index, const AutogradStamp& stamp, uint32_t passes);
   void Hand();                       // pending_ to the queue (waiting while it is full); starts the thread
   bool StartThread();                // false if the process could not start one (the layer then runs inline)
   void Run();                        // the layer's thread
