@@ -144,22 +144,24 @@ struct PhaseInfo {
   uint32_t domain = 0;     // 0: NVTX's default domain
 };
 
+// Every event is copied twice on its way to the model (into the reorder window, then to the model's thread): its
+// fields are ordered widest first, so that no padding lies between them.
 struct Event {
   uint64_t seq = 0;
   int64_t time_ns = 0;
-  format::Api api = format::Api::kUnknown;
   const format::ApiInfo* info = nullptr;  // never null for a delivered event
-  int32_t device = 0;
   uint64_t address = 0;
   uint64_t size = 0;     // allocations only
   uint64_t stream = 0;   // apis with a stream only
   uint64_t aux = 0;      // apis with an aux value only (cuMemMap: the handle)
   uint64_t stack = 0;    // innermost stack node id, 0 = none
+  uint64_t free_bytes = 0;   // driver's free/total right after a failed allocation (has_mem_info)
+  uint64_t total_bytes = 0;
+  format::Api api = format::Api::kUnknown;
+  int32_t device = 0;
   uint32_t thread = 0;   // ThreadInfo::index
   int32_t result = 0;    // 0 = success
   bool has_mem_info = false;
-  uint64_t free_bytes = 0;   // driver's free/total right after a failed allocation
-  uint64_t total_bytes = 0;
   bool cupti_only = false;   // seen by CUPTI, missed by interposition
 };
 
