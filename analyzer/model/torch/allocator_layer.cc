@@ -4,12 +4,9 @@
 #include "analyzer/model/torch/allocator_layer.h"
 
 #include <algorithm>
-#include <iterator>
 
 namespace cumemtrace::analyzer {
 namespace {
-
-using Blocks = std::map<uint64_t, TorchBlock>;
 
 // Free blocks are made and reset in place, field by field: building a TorchBlock on the stack and copying it in
 // had the compiler store it in 8-byte pieces and load it back in 16-byte ones, which stalls the copy (store
@@ -18,15 +15,6 @@ void MakeFree(TorchBlock& b, uint64_t size, uint64_t stream) {
   b = TorchBlock();
   b.size = size;
   b.stream = stream;
-}
-
-// A free block at `address`, unless a block starts there already (a damaged layout: that one is kept as it is).
-Blocks::iterator PutFreeBlock(Blocks& blocks, Blocks::const_iterator hint, uint64_t address, uint64_t size,
-                              uint64_t stream) {
-  const size_t before = blocks.size();
-  auto it = blocks.try_emplace(hint, address);
-  if (blocks.size() != before) MakeFree(it->second, size, stream);
-  return it;
 }
 
 bool Mergeable(const TorchBlock& b) { return b.state == TorchBlockState::kFree; }
@@ -56,7 +44,7 @@ AllocatorLayer::Device& AllocatorLayer::ForDevice(int32_t device) {
   return *d;
 }
 
-std::map<uint64_t, TorchSegment>::iterator AllocatorLayer::SegmentAt(Device& d, uint64_t address) {
+AllocatorLayer::SegmentIt AllocatorLayer::SegmentAt(Device& d, uint64_t address) {
   SegmentCacheEntry& cached = d.segment_cache[(address >> 21) % kSegmentCacheSize];
   if (cached.version == d.segments_version && address >= cached.start && address < cached.end &&
       address < cached.next_start) {
@@ -71,10 +59,82 @@ std::map<uint64_t, TorchSegment>::iterator AllocatorLayer::SegmentAt(Device& d, 
   return it;
 }
 
-std::map<uint64_t, TorchSegment>::iterator AllocatorLayer::EraseSegment(Device& d,
-                                                                        std::map<uint64_t, TorchSegment>::iterator it) {
+AllocatorLayer::SegmentIt AllocatorLayer::EraseSegment(Device& d, SegmentIt it) {
   SegmentsChanged(d);
+  for (uint32_t i = it->second.first; i != kNoBlock; i = d.nodes[i].next) {
+    d.index.erase(BlockKey{d.nodes[i].segment, d.nodes[i].address});
+    d.free_nodes.push_back(i);
+  }
   return d.segments.erase(it);
+}
+
+uint32_t AllocatorLayer::BlockStartingAt(const Device& d, SegmentIt s, uint64_t address) {
+  auto it = d.index.find(BlockKey{s->first, address});
+  return it == d.index.end() ? kNoBlock : it->second;
+}
+
+uint32_t AllocatorLayer::BlockHolding(const Device& d, SegmentIt s, uint64_t address) {
+  uint32_t holding = s->second.first;
+  for (uint32_t i = holding; i != kNoBlock && d.nodes[i].address <= address; i = d.nodes[i].next) holding = i;
+  return holding;
+}
+
+uint32_t AllocatorLayer::PutFreeBlock(Device& d, SegmentIt s, uint32_t after, uint64_t address, uint64_t size,
+                                      uint64_t stream) {
+  auto [slot, made] = d.index.try_emplace(BlockKey{s->first, address}, kNoBlock);
+  if (!made) return slot->second;
+  uint32_t i;
+  if (d.free_nodes.empty()) {
+    i = static_cast<uint32_t>(d.nodes.size());
+    d.nodes.emplace_back();
+  } else {
+    i = d.free_nodes.back();
+    d.free_nodes.pop_back();
+  }
+  slot->second = i;
+  TorchSegment& seg = s->second;
+  BlockNode& n = d.nodes[i];
+  n.address = address;
+  n.segment = s->first;
+  MakeFree(n.block, size, stream);
+  n.prev = after;
+  n.next = after == kNoBlock ? seg.first : d.nodes[after].next;
+  (n.prev == kNoBlock ? seg.first : d.nodes[n.prev].next) = i;
+  (n.next == kNoBlock ? seg.last : d.nodes[n.next].prev) = i;
+  ++seg.blocks;
+  return i;
+}
+
+void AllocatorLayer::DropBlock(Device& d, TorchSegment& s, uint32_t i) {
+  BlockNode& n = d.nodes[i];
+  (n.prev == kNoBlock ? s.first : d.nodes[n.prev].next) = n.next;
+  (n.next == kNoBlock ? s.last : d.nodes[n.next].prev) = n.prev;
+  --s.blocks;
+  d.index.erase(BlockKey{n.segment, n.address});
+  d.free_nodes.push_back(i);
+}
+
+void AllocatorLayer::MoveBlocks(Device& d, TorchSegment& from, uint32_t i, SegmentIt to) {
+  TorchSegment& t = to->second;
+  while (i != kNoBlock) {
+    BlockNode& n = d.nodes[i];
+    const uint32_t next = n.next;
+    (n.prev == kNoBlock ? from.first : d.nodes[n.prev].next) = n.next;
+    (n.next == kNoBlock ? from.last : d.nodes[n.next].prev) = n.prev;
+    --from.blocks;
+    d.index.erase(BlockKey{n.segment, n.address});
+    n.segment = to->first;
+    if (d.index.try_emplace(BlockKey{n.segment, n.address}, i).second) {
+      n.prev = t.last;
+      n.next = kNoBlock;
+      (t.last == kNoBlock ? t.first : d.nodes[t.last].next) = i;
+      t.last = i;
+      ++t.blocks;
+    } else {
+      d.free_nodes.push_back(i);  // a block of `to` starts there already (a damaged layout): that one is kept
+    }
+    i = next;
+  }
 }
 
 void AllocatorLayer::Apply(const Event& e, uint64_t index) {
@@ -94,12 +154,14 @@ void AllocatorLayer::Apply(const Event& e, uint64_t index) {
     case format::Api::kTorchAlloc:
     case format::Api::kTorchAllocGrad:
     case format::Api::kTorchAllocNoGrad: Alloc(d, e, when); break;
-    case format::Api::kTorchFreeRequested: FreeRequested(d, e); break;
-    case format::Api::kTorchFreeCompleted: FreeCompleted(d, e); break;
-    case format::Api::kTorchFree:  // requested and completed at once
-      FreeRequested(d, e);
-      FreeCompleted(d, e);
+    case format::Api::kTorchFreeRequested: FreeRequested(d, Locate(d, e.address)); break;
+    case format::Api::kTorchFreeCompleted: FreeCompleted(d, Locate(d, e.address)); break;
+    case format::Api::kTorchFree: {  // requested and completed at once
+      const BlockPlace place = Locate(d, e.address);
+      FreeRequested(d, place);
+      FreeCompleted(d, place);
       break;
+    }
     case format::Api::kTorchSegmentAlloc: SegmentAlloc(d, e, when); break;
     case format::Api::kTorchSegmentFree: SegmentFree(d, e); break;
     case format::Api::kTorchSegmentMap: SegmentMap(d, e, when); break;
@@ -130,50 +192,52 @@ void AllocatorLayer::Alloc(Device& d, const Event& e, const EventStamp& when) {
     s.small_pool = TorchIsSmall(rounded);
     s.inferred = true;
     SegmentsChanged(d);
-    sit = d.segments.emplace(e.address, std::move(s)).first;
-    PutFreeBlock(sit->second.blocks, sit->second.blocks.end(), e.address, size, e.stream);
+    sit = d.segments.emplace(e.address, s).first;
+    PutFreeBlock(d, sit, sit->second.last, e.address, size, e.stream);
   }
   TorchSegment& seg = sit->second;
   if (seg.expandable) seg.small_pool = TorchIsSmall(rounded);  // the pool whose expandable segment this is
-  auto it = std::prev(seg.blocks.upper_bound(e.address));
+  uint32_t i = BlockStartingAt(d, sit, e.address);
+  if (i == kNoBlock) i = BlockHolding(d, sit, e.address);
   bool estimated = seg.inferred;
-  if (it->second.state != TorchBlockState::kFree) {
+  TorchBlock* b = &d.nodes[i].block;
+  if (b->state != TorchBlockState::kFree) {
     // A block the layer thinks is in use: its end was missed. Close it and reuse the place.
     ++st.mismatches;
     estimated = true;
-    if (it->second.state == TorchBlockState::kAllocated) Release(d, it->second);
-    Complete(d, it->second);
+    if (b->state == TorchBlockState::kAllocated) Release(d, *b);
+    Complete(d, *b);
   }
-  if (it->first < e.address) {
+  if (const uint64_t start = d.nodes[i].address; start < e.address) {
     // Blocks start where a free block starts; this one does not: split the front off.
     ++st.mismatches;
     estimated = true;
-    const uint64_t front = e.address - it->first;
-    const uint64_t rest = it->second.size - front;
-    it->second.size = front;
-    it = PutFreeBlock(seg.blocks, std::next(it), e.address, rest, it->second.stream);
+    const uint64_t front = e.address - start;
+    const uint64_t rest = b->size - front;
+    b->size = front;
+    i = PutFreeBlock(d, sit, i, e.address, rest, b->stream);
+    b = &d.nodes[i].block;
   }
-  TorchBlock& b = it->second;
-  uint64_t extent = b.size;
-  if (rounded > b.size) {
+  uint64_t extent = b->size;
+  if (rounded > b->size) {
     ++st.mismatches;
     estimated = true;
-  } else if (TorchShouldSplit(b.size, rounded, seg.small_pool || seg.expandable, config_)) {
+  } else if (TorchShouldSplit(b->size, rounded, seg.small_pool || seg.expandable, config_)) {
     extent = rounded;
-    PutFreeBlock(seg.blocks, std::next(it), e.address + rounded, b.size - rounded, b.stream);
+    PutFreeBlock(d, sit, i, e.address + rounded, b->size - rounded, b->stream);  // a deque keeps `b` where it is
   }
   if (!config_.unmodelled.empty()) estimated = true;
-  b.size = extent;
-  b.requested = e.size;
-  b.stack = e.stack;
-  b.stream = e.stream;
-  b.index = when.index;
-  b.seq = e.seq;
-  b.time_ns = e.time_ns;
-  b.thread = e.thread;
-  b.state = TorchBlockState::kAllocated;
-  b.estimated = estimated;
-  b.autograd = autograd_;
+  b->size = extent;
+  b->requested = e.size;
+  b->stack = e.stack;
+  b->stream = e.stream;
+  b->index = when.index;
+  b->seq = e.seq;
+  b->time_ns = e.time_ns;
+  b->thread = e.thread;
+  b->state = TorchBlockState::kAllocated;
+  b->estimated = estimated;
+  b->autograd = autograd_;
   if (estimated) ++st.estimated_blocks;
   st.allocated_total_bytes += extent;
 
@@ -212,55 +276,56 @@ void AllocatorLayer::Complete(Device& d, TorchBlock& b) {
   MakeFree(b, b.size, b.stream);
 }
 
-void AllocatorLayer::MergeFree(TorchSegment& s, Blocks::iterator it) {
-  if (it != s.blocks.begin()) {
-    auto prev = std::prev(it);
-    if (Mergeable(prev->second) && Mergeable(it->second)) {
-      prev->second.size += it->second.size;
-      s.blocks.erase(it);
-      it = prev;
-    }
+void AllocatorLayer::MergeFree(Device& d, TorchSegment& s, uint32_t i) {
+  if (const uint32_t prev = d.nodes[i].prev;
+      prev != kNoBlock && Mergeable(d.nodes[prev].block) && Mergeable(d.nodes[i].block)) {
+    d.nodes[prev].block.size += d.nodes[i].block.size;
+    DropBlock(d, s, i);
+    i = prev;
   }
-  auto next = std::next(it);
-  if (next != s.blocks.end() && Mergeable(next->second) && Mergeable(it->second)) {
-    it->second.size += next->second.size;
-    s.blocks.erase(next);
+  if (const uint32_t next = d.nodes[i].next;
+      next != kNoBlock && Mergeable(d.nodes[next].block) && Mergeable(d.nodes[i].block)) {
+    d.nodes[i].block.size += d.nodes[next].block.size;
+    DropBlock(d, s, next);
   }
 }
 
-void AllocatorLayer::FreeRequested(Device& d, const Event& e) {
-  auto sit = SegmentAt(d, e.address);
-  if (sit == d.segments.end()) {
+AllocatorLayer::BlockPlace AllocatorLayer::Locate(Device& d, uint64_t address) {
+  const SegmentIt sit = SegmentAt(d, address);
+  return BlockPlace{sit, sit == d.segments.end() ? kNoBlock : BlockStartingAt(d, sit, address)};
+}
+
+void AllocatorLayer::FreeRequested(Device& d, const BlockPlace& place) {
+  if (place.segment == d.segments.end()) {
     ++d.stats.predating_frees;
     return;
   }
-  auto it = sit->second.blocks.find(e.address);
-  if (it == sit->second.blocks.end() || it->second.state == TorchBlockState::kFree) {
+  if (place.block == kNoBlock || d.nodes[place.block].block.state == TorchBlockState::kFree) {
     // Inside a segment the layer knows but not a block it saw allocated: allocated before the tracker in a segment
     // the layer made up, or a layout the layer lost.
-    if (sit->second.inferred) {
+    if (place.segment->second.inferred) {
       ++d.stats.predating_frees;
     } else {
       ++d.stats.mismatches;
     }
     return;
   }
-  if (it->second.state == TorchBlockState::kAllocated) Release(d, it->second);
+  if (d.nodes[place.block].block.state == TorchBlockState::kAllocated) Release(d, d.nodes[place.block].block);
 }
 
-void AllocatorLayer::FreeCompleted(Device& d, const Event& e) {
-  auto sit = SegmentAt(d, e.address);
-  if (sit == d.segments.end()) return;  // predating: counted at its FREE_REQUESTED
-  TorchSegment& seg = sit->second;
-  auto it = seg.blocks.find(e.address);
-  if (it == seg.blocks.end() || it->second.state == TorchBlockState::kFree) return;
-  if (it->second.state == TorchBlockState::kAllocated) {
+void AllocatorLayer::FreeCompleted(Device& d, const BlockPlace& place) {
+  // Outside every segment: predating, counted at its FREE_REQUESTED.
+  if (place.segment == d.segments.end() || place.block == kNoBlock) return;
+  TorchSegment& seg = place.segment->second;
+  TorchBlock& b = d.nodes[place.block].block;
+  if (b.state == TorchBlockState::kFree) return;
+  if (b.state == TorchBlockState::kAllocated) {
     ++d.stats.mismatches;  // FREE_REQUESTED missed
-    Release(d, it->second);
+    Release(d, b);
   }
-  Complete(d, it->second);
-  MergeFree(seg, it);
-  if (seg.inferred && seg.blocks.size() == 1 && Mergeable(seg.blocks.begin()->second)) EraseSegment(d, sit);
+  Complete(d, b);
+  MergeFree(d, seg, place.block);
+  if (seg.inferred && seg.blocks == 1 && Mergeable(d.nodes[seg.first].block)) EraseSegment(d, place.segment);
 }
 
 void AllocatorLayer::SegmentAlloc(Device& d, const Event& e, const EventStamp& when) {
@@ -278,9 +343,9 @@ void AllocatorLayer::SegmentAlloc(Device& d, const Event& e, const EventStamp& w
   s.size = e.size;
   s.stream = e.stream;
   s.small_pool = e.size == kTorchSmallBuffer;
-  PutFreeBlock(s.blocks, s.blocks.end(), e.address, e.size, e.stream);
   SegmentsChanged(d);
-  d.segments.emplace(e.address, std::move(s));
+  auto sit = d.segments.emplace(e.address, s).first;
+  PutFreeBlock(d, sit, kNoBlock, e.address, e.size, e.stream);
   st.segments.Add(1, when);
   AddReserved(d, e.size, when);
 }
@@ -304,7 +369,8 @@ void AllocatorLayer::SegmentFree(Device& d, const Event& e) {
     if (it != d.segments.end()) EraseSegment(d, it);
     return;
   }
-  for (auto& [address, b] : it->second.blocks) {
+  for (uint32_t i = it->second.first; i != kNoBlock; i = d.nodes[i].next) {
+    TorchBlock& b = d.nodes[i].block;
     if (b.state == TorchBlockState::kFree) continue;
     ++d.stats.mismatches;
     if (b.state == TorchBlockState::kAllocated) Release(d, b);
@@ -335,19 +401,19 @@ void AllocatorLayer::SegmentMap(Device& d, const Event& e, const EventStamp& whe
     s.stream = e.stream;
     s.expandable = true;
     s.small_pool = false;
-    host = d.segments.emplace(e.address, std::move(s)).first;
+    host = d.segments.emplace(e.address, s).first;
   }
   SegmentsChanged(d);  // a segment is made or grows
   TorchSegment& seg = host->second;
   seg.size += e.size;
-  MergeFree(seg, PutFreeBlock(seg.blocks, seg.blocks.end(), e.address, e.size, e.stream));
+  MergeFree(d, seg, PutFreeBlock(d, host, seg.last, e.address, e.size, e.stream));
   auto after = d.segments.find(e.address + e.size);
   if (after != d.segments.end() && after->second.expandable && !after->second.inferred) {
     const uint64_t joint = e.address + e.size;
     seg.size += after->second.size;
-    seg.blocks.merge(after->second.blocks);
+    MoveBlocks(d, after->second, after->second.first, host);
     EraseSegment(d, after);
-    MergeFree(seg, seg.blocks.find(joint));
+    if (const uint32_t i = BlockStartingAt(d, host, joint); i != kNoBlock) MergeFree(d, seg, i);
   }
 }
 
@@ -364,33 +430,49 @@ void AllocatorLayer::RemoveRange(Device& d, uint64_t address, uint64_t size) {
   // Split the blocks at both edges, then move what lies after the range to a segment of its own.
   auto split_at = [&](uint64_t at) {
     if (at <= start || at >= start + seg.size) return;
-    auto it = std::prev(seg.blocks.upper_bound(at));
-    if (it->first == at) return;
-    const uint64_t tail = it->first + it->second.size - at;
-    if (it->second.state != TorchBlockState::kFree) ++d.stats.mismatches;
-    it->second.size = at - it->first;
-    PutFreeBlock(seg.blocks, std::next(it), at, tail, it->second.stream);
+    const uint32_t i = BlockHolding(d, sit, at);
+    TorchBlock& b = d.nodes[i].block;
+    const uint64_t block_start = d.nodes[i].address;
+    if (block_start == at) return;
+    const uint64_t tail = block_start + b.size - at;
+    if (b.state != TorchBlockState::kFree) ++d.stats.mismatches;
+    b.size = at - block_start;
+    PutFreeBlock(d, sit, i, at, tail, b.stream);
   };
   split_at(address);
   split_at(end);
-  TorchSegment rest;
-  rest.stream = seg.stream;
-  rest.expandable = seg.expandable;
-  rest.small_pool = seg.small_pool;
-  for (auto it = seg.blocks.lower_bound(address); it != seg.blocks.end();) {
-    if (it->first >= end) {
-      rest.size += it->second.size;
-      rest.blocks.insert(*it);
-    } else if (it->second.state != TorchBlockState::kFree) {
+  uint32_t i = seg.first;
+  while (i != kNoBlock && d.nodes[i].address < address) i = d.nodes[i].next;
+  while (i != kNoBlock && d.nodes[i].address < end) {
+    const uint32_t next = d.nodes[i].next;
+    TorchBlock& b = d.nodes[i].block;
+    if (b.state != TorchBlockState::kFree) {
       ++d.stats.mismatches;
-      if (it->second.state == TorchBlockState::kAllocated) Release(d, it->second);
-      Complete(d, it->second);
+      if (b.state == TorchBlockState::kAllocated) Release(d, b);
+      Complete(d, b);
     }
-    it = seg.blocks.erase(it);
+    DropBlock(d, seg, i);
+    i = next;
   }
   seg.size = address > start ? address - start : 0;
-  if (!rest.blocks.empty()) d.segments.emplace(end, std::move(rest));
-  if (seg.blocks.empty()) EraseSegment(d, sit);
+  if (i != kNoBlock) {
+    TorchSegment rest;
+    rest.stream = seg.stream;
+    rest.expandable = seg.expandable;
+    rest.small_pool = seg.small_pool;
+    for (uint32_t j = i; j != kNoBlock; j = d.nodes[j].next) rest.size += d.nodes[j].block.size;
+    auto [rit, made] = d.segments.emplace(end, rest);
+    if (made) {
+      MoveBlocks(d, seg, i, rit);
+    } else {
+      while (i != kNoBlock) {  // a segment starts there already (a damaged layout): what lay after is lost
+        const uint32_t next = d.nodes[i].next;
+        DropBlock(d, seg, i);
+        i = next;
+      }
+    }
+  }
+  if (seg.blocks == 0) EraseSegment(d, sit);
 }
 
 void AllocatorLayer::SegmentUnmap(Device& d, const Event& e) {
@@ -422,7 +504,8 @@ TorchFigures AllocatorLayer::Figures(int32_t device) const {
   f.segments = d.stats.segments.current;
   for (const auto& [address, s] : d.segments) {
     if (s.inferred) continue;
-    for (const auto& [block_address, b] : s.blocks) {
+    for (uint32_t i = s.first; i != kNoBlock; i = d.nodes[i].next) {
+      const TorchBlock& b = d.nodes[i].block;
       if (b.state == TorchBlockState::kFree) {
         f.cached_free_bytes += b.size;
         f.largest_free_block = std::max(f.largest_free_block, b.size);
@@ -447,15 +530,16 @@ const TorchBlock* AllocatorLayer::BlockAt(int32_t device, uint64_t address) cons
   auto sit = segments.upper_bound(address);
   if (sit == segments.begin()) return nullptr;
   --sit;
-  auto it = sit->second.blocks.find(address);
-  return it == sit->second.blocks.end() ? nullptr : &it->second;
+  auto it = d->second->index.find(BlockKey{sit->first, address});
+  return it == d->second->index.end() ? nullptr : &d->second->nodes[it->second].block;
 }
 
 std::vector<TorchSegmentView> AllocatorLayer::Map(int32_t device) const {
   std::vector<TorchSegmentView> out;
   auto it = devices_.find(device);
   if (it == devices_.end()) return out;
-  for (const auto& [address, s] : it->second->segments) {
+  const Device& d = *it->second;
+  for (const auto& [address, s] : d.segments) {
     TorchSegmentView v;
     v.address = address;
     v.size = s.size;
@@ -463,7 +547,10 @@ std::vector<TorchSegmentView> AllocatorLayer::Map(int32_t device) const {
     v.small_pool = s.small_pool;
     v.expandable = s.expandable;
     v.inferred = s.inferred;
-    for (const auto& [block_address, b] : s.blocks) v.blocks.push_back(TorchBlockView{block_address, b});
+    v.blocks.reserve(s.blocks);
+    for (uint32_t i = s.first; i != kNoBlock; i = d.nodes[i].next) {
+      v.blocks.push_back(TorchBlockView{d.nodes[i].address, d.nodes[i].block});
+    }
     out.push_back(std::move(v));
   }
   return out;

@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <utility>
@@ -55,6 +56,9 @@ struct TorchBlock {
   AutogradStamp autograd;
 };
 
+// Where a segment's blocks are kept: see AllocatorLayer::BlockNode.
+constexpr uint32_t kNoBlock = ~uint32_t{0};
+
 struct TorchSegment {
   uint64_t size = 0;
   uint64_t stream = 0;
@@ -63,7 +67,10 @@ struct TorchSegment {
   bool small_pool = false;
   bool expandable = false;   // mapped range of an expandable segment
   bool inferred = false;     // no SEGMENT event: made up around an ALLOC outside every known segment
-  std::map<uint64_t, TorchBlock> blocks;  // by address; together they cover the segment exactly
+  // Its blocks, by address (a list through BlockNode::next); together they cover the segment exactly.
+  uint32_t first = kNoBlock;
+  uint32_t last = kNoBlock;
+  uint32_t blocks = 0;
 };
 
 // One counter as memory_stats() keeps it: current value and peak, with the moment of the peak.
@@ -164,6 +171,7 @@ class AllocatorLayer {
   static constexpr int32_t kAllDevices = -2;
 
  private:
+  using SegmentIt = std::map<uint64_t, TorchSegment>::iterator;
   static constexpr size_t kSegmentCacheSize = 64;
   // The segment a lookup found, by the 2 MiB granule of the address looked up: a training step's events alternate
   // between a few segments (the small and the large pool), so a single remembered segment missed at each switch,
@@ -171,15 +179,44 @@ class AllocatorLayer {
   // only if [start, end) holds it and no later segment starts at or before it (segments may overlap after a damaged
   // layout; the tree walk then answers as it always did).
   struct SegmentCacheEntry {
-    std::map<uint64_t, TorchSegment>::iterator segment;
+    SegmentIt segment;
     uint64_t start = 0;
     uint64_t end = 0;         // start + size
     uint64_t next_start = 0;  // where the next segment starts; ~0 for none
     uint64_t version = ~uint64_t{0};
   };
+  // A block of a segment. Nearly every event names a block by the address where it starts (an ALLOC takes a free
+  // block at its start, a FREE names the block it frees), so blocks are found by a hash of (segment, address), and
+  // a segment's blocks are a list in address order for what needs neighbours (merging free blocks) or the order
+  // (the map, a block found by an address inside it). An ordered tree per segment had cost a walk, a node to
+  // allocate and a rebalance per event: most of the layer's time. Nodes live in a deque (stable addresses), and
+  // dropped ones are reused.
+  struct BlockNode {
+    uint64_t address = 0;
+    uint64_t segment = 0;  // its segment's start: with `address`, the index's key
+    uint32_t prev = kNoBlock;
+    uint32_t next = kNoBlock;
+    TorchBlock block;
+  };
+  struct BlockKey {
+    uint64_t segment;
+    uint64_t address;
+    bool operator==(const BlockKey& o) const { return segment == o.segment && address == o.address; }
+  };
+  // One multiplication, then the high bits folded down (the table takes its tags from the low bits, and addresses
+  // are multiples of 512): absl's own hash of the pair cost as much as the lookup itself.
+  struct BlockKeyHash {
+    size_t operator()(const BlockKey& k) const {
+      const uint64_t h = (k.address + k.segment * 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
+      return static_cast<size_t>(h ^ (h >> 32));
+    }
+  };
   struct Device {
     TorchDeviceStats stats;
     std::map<uint64_t, TorchSegment> segments;  // by address
+    std::deque<BlockNode> nodes;
+    std::vector<uint32_t> free_nodes;  // nodes no block uses
+    absl::flat_hash_map<BlockKey, uint32_t, BlockKeyHash> index;  // every block's node
     // The reserved peak was just reached by a segment: its moment becomes the allocation that asked for it.
     bool reserved_peak_settling = false;
     // Bumped by every change to the segments' set or extents (SegmentsChanged): cached lookups older than it are
@@ -189,15 +226,36 @@ class AllocatorLayer {
   };
   Device& ForDevice(int32_t device);
   // The segment containing `address`, or segments.end().
-  std::map<uint64_t, TorchSegment>::iterator SegmentAt(Device& d, uint64_t address);
-  // Every erase of a segment goes through here, and every other change to the segments' set or extents calls
-  // SegmentsChanged: both void SegmentAt's cache.
-  static std::map<uint64_t, TorchSegment>::iterator EraseSegment(Device& d,
-                                                                 std::map<uint64_t, TorchSegment>::iterator it);
+  SegmentIt SegmentAt(Device& d, uint64_t address);
+  // Every erase of a segment goes through here (it drops the segment's blocks), and every other change to the
+  // segments' set or extents calls SegmentsChanged: both void SegmentAt's cache.
+  static SegmentIt EraseSegment(Device& d, SegmentIt it);
   static void SegmentsChanged(Device& d) { ++d.segments_version; }
+
+  // Blocks (see BlockNode). A node index stays valid until its block is dropped.
+  // The block of segment `s` starting at `address`, or kNoBlock.
+  static uint32_t BlockStartingAt(const Device& d, SegmentIt s, uint64_t address);
+  // The block of segment `s` holding `address` (which must lie in it): a walk of the segment's list.
+  static uint32_t BlockHolding(const Device& d, SegmentIt s, uint64_t address);
+  // A free block at `address` placed after block `after` (kNoBlock: first) in segment `s`, unless a block of `s`
+  // starts there already (a damaged layout: that one is kept as it is, and returned).
+  static uint32_t PutFreeBlock(Device& d, SegmentIt s, uint32_t after, uint64_t address, uint64_t size,
+                               uint64_t stream);
+  // Takes block `i` out of its segment and frees its node.
+  static void DropBlock(Device& d, TorchSegment& s, uint32_t i);
+  // Moves blocks `i` and every one after it in segment `from` to the end of segment `to`.
+  static void MoveBlocks(Device& d, TorchSegment& from, uint32_t i, SegmentIt to);
+
   void Alloc(Device& d, const Event& e, const EventStamp& when);
-  void FreeRequested(Device& d, const Event& e);
-  void FreeCompleted(Device& d, const Event& e);
+  // Where a FREE_* event's block is: its segment (or segments.end()) and the block starting at the address in it
+  // (or kNoBlock). A FREE row (request and completion at once) looks it up once for both.
+  struct BlockPlace {
+    SegmentIt segment;
+    uint32_t block;
+  };
+  BlockPlace Locate(Device& d, uint64_t address);
+  void FreeRequested(Device& d, const BlockPlace& place);
+  void FreeCompleted(Device& d, const BlockPlace& place);
   void SegmentAlloc(Device& d, const Event& e, const EventStamp& when);
   void SegmentFree(Device& d, const Event& e);
   void SegmentMap(Device& d, const Event& e, const EventStamp& when);
@@ -206,7 +264,8 @@ class AllocatorLayer {
   void AddReserved(Device& d, uint64_t bytes, const EventStamp& when);
   void Release(Device& d, TorchBlock& b);  // allocated -> pending: the tensor's life ends
   void Complete(Device& d, TorchBlock& b);  // pending -> free
-  static void MergeFree(TorchSegment& s, std::map<uint64_t, TorchBlock>::iterator it);
+  // Merges free block `i` with its free neighbours.
+  static void MergeFree(Device& d, TorchSegment& s, uint32_t i);
   // Drops [address, address + size) from its segment (which must be free there), splitting the segment.
   void RemoveRange(Device& d, uint64_t address, uint64_t size);
 
@@ -221,8 +280,9 @@ void AllocatorLayer::ForEachTensor(int32_t device, Fn&& fn) const {
   for (const auto& [ordinal, d] : devices_) {
     if (device != kAllDevices && ordinal != device) continue;
     for (const auto& [address, s] : d->segments) {
-      for (const auto& [block_address, b] : s.blocks) {
-        if (b.state == TorchBlockState::kAllocated) fn(ordinal, block_address, b);
+      for (uint32_t i = s.first; i != kNoBlock; i = d->nodes[i].next) {
+        const BlockNode& n = d->nodes[i];
+        if (n.block.state == TorchBlockState::kAllocated) fn(ordinal, n.address, n.block);
       }
     }
   }

@@ -4,6 +4,10 @@
 // frees, blocks that predate the tracker, and the segment/block map.
 #include "analyzer/model/torch/allocator_layer.h"
 
+#include <random>
+#include <utility>
+#include <vector>
+
 #include "gtest/gtest.h"
 #include "proto/format.h"
 
@@ -296,6 +300,100 @@ TEST(AllocatorLayer, Peaks) {
   ASSERT_EQ(s.freed_since_allocated_peak.size(), 1u);
   EXPECT_EQ(s.freed_since_allocated_peak[0].stack, 7u);
   ASSERT_EQ(s.freed_since_reserved_peak.size(), 1u);
+}
+
+// Long plausible streams, each event picked from the layer's own map (allocations at free blocks' starts, frees of
+// live or pending blocks, segments made, freed, mapped next to others and unmapped in part), with every invariant
+// the reports rely on checked after each event: each segment's blocks start at its address, follow each other with
+// no gap and cover it exactly; every block is found again by its address (the blocks' index agrees with the
+// segments' lists); and the counters are the sums over the blocks.
+void CheckLayout(const AllocatorLayer& layer, uint64_t event) {
+  uint64_t allocated = 0, active = 0, allocations = 0, reserved = 0;
+  for (const TorchSegmentView& s : layer.Map(0)) {
+    ASSERT_FALSE(s.blocks.empty()) << "event " << event;
+    uint64_t at = s.address;
+    for (const TorchBlockView& b : s.blocks) {
+      ASSERT_EQ(b.address, at) << "event " << event << ", segment " << s.address;
+      const TorchBlock* found = layer.BlockAt(0, b.address);
+      ASSERT_NE(found, nullptr) << "event " << event << ", block " << b.address;
+      ASSERT_EQ(found->size, b.block.size);
+      ASSERT_EQ(found->state, b.block.state);
+      at += b.block.size;
+      if (b.block.state != TorchBlockState::kFree) active += b.block.size;
+      if (b.block.state == TorchBlockState::kAllocated) {
+        allocated += b.block.size;
+        ++allocations;
+      }
+    }
+    ASSERT_EQ(at, s.address + s.size) << "event " << event << ", segment " << s.address;
+    reserved += s.size;
+  }
+  const TorchDeviceStats* st = layer.Find(0);
+  if (st == nullptr) return;
+  ASSERT_EQ(st->allocated_bytes.current, allocated) << "event " << event;
+  ASSERT_EQ(st->active_bytes.current, active) << "event " << event;
+  ASSERT_EQ(st->allocations.current, allocations) << "event " << event;
+  ASSERT_EQ(st->reserved_bytes.current, reserved) << "event " << event;
+}
+
+void ReplayPlausibleStream(unsigned seed, bool expandable) {
+  Replay r(expandable ? "expandable_segments:True" : "");
+  std::mt19937_64 rng(seed);
+  uint64_t next_segment = 0x7f0000000000;
+  for (uint64_t k = 0; k < 4000; ++k) {
+    const std::vector<TorchSegmentView> map = r.layer().Map(0);
+    std::vector<std::pair<uint64_t, uint64_t>> free_blocks, free_segments;
+    std::vector<uint64_t> live, pending;
+    for (const TorchSegmentView& s : map) {
+      bool all_free = true;
+      for (const TorchBlockView& b : s.blocks) {
+        if (b.block.state == TorchBlockState::kFree) {
+          free_blocks.emplace_back(b.address, b.block.size);
+        } else {
+          (b.block.state == TorchBlockState::kAllocated ? live : pending).push_back(b.address);
+          all_free = false;
+        }
+      }
+      if (all_free) free_segments.emplace_back(s.address, s.size);
+    }
+    const uint64_t roll = rng() % 100;
+    if (roll < 3 || free_blocks.empty()) {
+      const uint64_t size = rng() % 2 ? 2 * kMiB : (rng() % 4 + 1) * 20 * kMiB;
+      // An expandable segment grows at its end, or a range is mapped apart from the others.
+      const uint64_t at = expandable && !map.empty() && rng() % 2 ? map.back().address + map.back().size : next_segment;
+      r.Ev(expandable ? format::Api::kTorchSegmentMap : format::Api::kTorchSegmentAlloc, at, size);
+      next_segment = std::max(next_segment, at + size) + (rng() % 2 ? 2 * kMiB : 0);
+    } else if (roll < 5 && !free_segments.empty()) {
+      const auto [address, size] = free_segments[rng() % free_segments.size()];
+      if (expandable) {
+        r.Ev(format::Api::kTorchSegmentUnmap, address, std::min<uint64_t>(size, (rng() % 4 + 1) * 2 * kMiB));
+      } else {
+        r.Ev(format::Api::kTorchSegmentFree, address, size);
+      }
+    } else if (roll < 55) {
+      const auto [address, size] = free_blocks[rng() % free_blocks.size()];
+      const uint64_t want = rng() % 3 == 0 ? size - rng() % std::min<uint64_t>(size, 1024)
+                                           : rng() % std::min<uint64_t>(size, 8 * kMiB);
+      r.Alloc(address, std::max<uint64_t>(want, 1), rng() % 50 + 1);
+    } else if (roll < 85 && !live.empty()) {
+      const uint64_t address = live[rng() % live.size()];
+      r.Ev(rng() % 3 ? format::Api::kTorchFree : format::Api::kTorchFreeRequested, address);
+    } else if (!pending.empty()) {
+      r.Ev(format::Api::kTorchFreeCompleted, pending[rng() % pending.size()]);
+    }
+    CheckLayout(r.layer(), k);
+    if (testing::Test::HasFatalFailure()) return;
+  }
+  EXPECT_EQ(r.Stats().estimated_blocks, 0u);
+  EXPECT_GT(r.Stats().alloc_events, 1000u) << "the stream allocates";
+}
+
+TEST(AllocatorLayer, LayoutStaysWholeOnPlausibleStreams) {
+  for (unsigned seed = 1; seed <= 6; ++seed) {
+    SCOPED_TRACE(seed);
+    ReplayPlausibleStream(seed, false);
+    ReplayPlausibleStream(seed, true);
+  }
 }
 
 }  // namespace
