@@ -27,19 +27,22 @@ PYTHON=$(python3 -c "import sys; print(sys.executable)")  # the interpreter itse
 WORK=$(mktemp -d /tmp/cumemtrace-torch-instr.XXXXXX)
 [[ ${KEEP:-0} == 1 ]] && echo "profiles kept in $WORK" >&2 || trap 'rm -rf "$WORK"' EXIT
 
-# The parts: a function as callgrind_annotate names it (the start of its signature) and a label. callgrind lists a
-# function once per file its inlined code came from; its inclusive cost is the largest of those lines.
+# The parts: a pattern of callgrind_annotate's lines and a label. The build inlines across files (LTO), so most parts
+# are code of one source file inlined into another function: callgrind lists such code as "FILE:FUNCTION", with the
+# inclusive cost of that file's lines there. A function also appears once per file its inlined code came from; a
+# part's cost is the largest of the lines that hold its pattern. A pattern that matches no line fails the script
+# (the names moved: a part must never read as zero because it was not found).
 PARTS=(
-  "cumemtrace::preload::(anonymous namespace)::OnTraceEntry(|the tracker callback, all of it (the recorder below)"
-  "cumemtrace::preload::Record(|the recorder, all of it"
-  "cumemtrace::preload::CaptureStack(|  native unwinding (libunwind and our frame filter)"
-  "cumemtrace::preload::CapturePythonStack(|  Python frames read from the interpreter"
-  "cumemtrace::preload::TorchAllocApi(|  autograd's grad mode (one call into libc10, on each block handed out)"
-  "cumemtrace::preload::PythonStackMemo::Intern(|  Python frames matched to the thread's previous stack"
-  "cumemtrace::preload::SplicePythonFrames(|  Python frames spliced into the native stack"
-  "cumemtrace::preload::(anonymous namespace)::SealLocked(|  sealing full batches, and writing them when both queue slots wait (valgrind runs one thread at a time, so such stalls can land here; read the recorder less this line)"
-  "cumemtrace::preload::(anonymous namespace)::WriteSealedIoLocked(|the writer: interning, encoding, writing (the flush thread, or a recording thread that must)"
-  "cumemtrace::preload::StackTable::Intern(|  stack interning (the writer's since the output queue)"
+  "::OnTraceEntry(|the tracker callback, all of it (the recorder below)"
+  ":cumemtrace::preload::Record(|the recorder, all of it"
+  ":cumemtrace::preload::CaptureStack(|  native unwinding (libunwind, the unwind memo and our frame filter)"
+  "preload/python_frames.cc:cumemtrace::preload::Record(|  Python frames read from the interpreter"
+  "preload/torch_grad_mode.cc:cumemtrace::preload::(anonymous namespace)::OnTraceEntry(|  autograd's grad mode (one call into libc10, on each block handed out)"
+  "preload/python_stack_memo.cc:cumemtrace::preload::Record(|  Python frames matched to the thread's previous stack"
+  "preload/python_splice.cc:cumemtrace::preload::Record(|  Python frames spliced into the native stack"
+  ":cumemtrace::preload::SealLocked(|  sealing full batches, and writing them when both queue slots wait (valgrind runs one thread at a time, so such stalls can land here; read the recorder less this line)"
+  ":cumemtrace::preload::WriteSealedIoLocked(|the writer: interning, encoding, writing (the flush thread, or a recording thread that must)"
+  "preload/stack_table.cc:cumemtrace::preload::WriteSealedIoLocked(|  stack interning (the writer's since the output queue)"
 )
 
 for pairs in "$PAIRS1" "$PAIRS2"; do
@@ -51,10 +54,10 @@ for pairs in "$PAIRS1" "$PAIRS2"; do
   callgrind_annotate --inclusive=yes --threshold=100 "$WORK/$pairs.cg" >"$WORK/$pairs.txt" 2>/dev/null
 done
 
-# Inclusive instructions of function $1 in profile $2: the largest count of a line naming it (0 when absent).
+# Inclusive instructions of the lines holding $1 in profile $2: the largest count (empty when no line holds it).
 inclusive() {
-  awk -v name=":$1" 'index($0, name) > 0 { c = $1; gsub(",", "", c); if (c + 0 > best) best = c + 0 }
-                     END { print best + 0 }' "$2"
+  awk -v name="$1" 'index($0, name) > 0 { c = $1; gsub(",", "", c); if (c + 0 > best) best = c + 0; found = 1 }
+                     END { if (found) print best + 0 }' "$2"
 }
 total() { awk '/PROGRAM TOTALS/ { c = $1; gsub(",", "", c); print c; exit }' "$1"; }
 
@@ -68,5 +71,9 @@ for part in "${PARTS[@]}"; do
   name=${part%%|*}
   a=$(inclusive "$name" "$WORK/$PAIRS1.txt")
   b=$(inclusive "$name" "$WORK/$PAIRS2.txt")
+  if [[ -z $a || -z $b ]]; then
+    echo "$0: no line of the profile holds '$name': the function moved or was renamed; update PARTS" >&2
+    exit 1
+  fi
   printf '%8d  %s\n' $(((b - a) / extra)) "${part#*|}"
 done
