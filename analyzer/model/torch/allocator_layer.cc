@@ -199,6 +199,10 @@ void AllocatorLayer::Alloc(Device& d, const Event& e, const EventStamp& when) {
   if (seg.expandable) seg.small_pool = TorchIsSmall(rounded);  // the pool whose expandable segment this is
   uint32_t i = BlockStartingAt(d, sit, e.address);
   if (i == kNoBlock) i = BlockHolding(d, sit, e.address);
+  if (i == kNoBlock) {  // a segment without blocks: never made, but damage must not be able to crash the replay
+    ++st.mismatches;
+    return;
+  }
   bool estimated = seg.inferred;
   TorchBlock* b = &d.nodes[i].block;
   if (b->state != TorchBlockState::kFree) {
@@ -431,6 +435,7 @@ void AllocatorLayer::RemoveRange(Device& d, uint64_t address, uint64_t size) {
   auto split_at = [&](uint64_t at) {
     if (at <= start || at >= start + seg.size) return;
     const uint32_t i = BlockHolding(d, sit, at);
+    if (i == kNoBlock) return;
     TorchBlock& b = d.nodes[i].block;
     const uint64_t block_start = d.nodes[i].address;
     if (block_start == at) return;

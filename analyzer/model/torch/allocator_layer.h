@@ -188,9 +188,8 @@ class AllocatorLayer {
   // A block of a segment. Nearly every event names a block by the address where it starts (an ALLOC takes a free
   // block at its start, a FREE names the block it frees), so blocks are found by a hash of (segment, address), and
   // a segment's blocks are a list in address order for what needs neighbours (merging free blocks) or the order
-  // (the map, a block found by an address inside it). An ordered tree per segment had cost a walk, a node to
-  // allocate and a rebalance per event: most of the layer's time. Nodes live in a deque (stable addresses), and
-  // dropped ones are reused.
+  // (the map, a block found by an address inside it); an ordered tree per segment cost a walk, a node to allocate
+  // and a rebalance per event. Nodes live in a deque (stable addresses), and dropped ones are reused.
   struct BlockNode {
     uint64_t address = 0;
     uint64_t segment = 0;  // its segment's start: with `address`, the index's key
@@ -204,7 +203,7 @@ class AllocatorLayer {
     bool operator==(const BlockKey& o) const { return segment == o.segment && address == o.address; }
   };
   // One multiplication, then the high bits folded down (the table takes its tags from the low bits, and addresses
-  // are multiples of 512): absl's own hash of the pair cost as much as the lookup itself.
+  // are multiples of 512): cheaper than absl's full mixing of both words, which every event paid for.
   struct BlockKeyHash {
     size_t operator()(const BlockKey& k) const {
       const uint64_t h = (k.address + k.segment * 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
@@ -235,7 +234,8 @@ class AllocatorLayer {
   // Blocks (see BlockNode). A node index stays valid until its block is dropped.
   // The block of segment `s` starting at `address`, or kNoBlock.
   static uint32_t BlockStartingAt(const Device& d, SegmentIt s, uint64_t address);
-  // The block of segment `s` holding `address` (which must lie in it): a walk of the segment's list.
+  // The block of segment `s` holding `address` (which must lie in it): a walk of the segment's list. kNoBlock only
+  // for a segment without blocks.
   static uint32_t BlockHolding(const Device& d, SegmentIt s, uint64_t address);
   // A free block at `address` placed after block `after` (kNoBlock: first) in segment `s`, unless a block of `s`
   // starts there already (a damaged layout: that one is kept as it is, and returned).
