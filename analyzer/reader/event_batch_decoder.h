@@ -5,6 +5,7 @@
 #ifndef CUMEMTRACE_ANALYZER_READER_EVENT_BATCH_DECODER_H_
 #define CUMEMTRACE_ANALYZER_READER_EVENT_BATCH_DECODER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -46,21 +47,58 @@ struct BatchColumns {
   uint32_t format_version = 1;             // the header's: 2 = the stack column covers only rows with a stack
 };
 
-// Where DecodeEventBatch expands run-length and stack-row columns to one entry per row; reused across batches.
-struct DecodeScratch {
-  std::vector<uint32_t> thread;
-  std::vector<int32_t> device;
-  std::vector<uint64_t> stack;
+// Decodes one batch's rows a piece at a time, so that a caller can hand each piece on while it is still in the
+// cache: a whole batch of Events (8192 rows, 850 KB) does not fit in one, and reading it back afterwards waited on
+// memory. Start() checks every column's entry count against the rules before any row is decoded, so Next() needs no
+// checks. Reused from batch to batch: it only grows.
+class EventBatchDecoder {
+ public:
+  // Checks `columns` and expands version 2's compact forms; their spans must outlive the decoding. Returns an error
+  // (without the file name: the caller adds it and the byte offset) naming the column whose entry count breaks the
+  // rules; then no rows are left to decode.
+  absl::Status Start(const BatchColumns& columns);
+
+  size_t rows() const { return rows_; }
+  size_t remaining() const { return rows_ - next_; }
+  // Rows whose api this version does not know: they get info == nullptr, and are taken to carry no size, stream or
+  // aux entry (a new api that does must come with a new format version).
+  size_t unknown_rows() const { return unknown_rows_; }
+  // Whether the rows' sequence numbers never decrease from row to row, and the first and last of them (known before
+  // any row is decoded: callers decide from them where the rows go).
+  bool in_order() const { return in_order_; }
+  uint64_t first_seq() const { return first_seq_; }
+  uint64_t last_seq() const { return last_seq_; }
+
+  // Decodes the next min(n, remaining()) rows into out[0, k) and returns k.
+  size_t Next(Event* out, size_t n);
+
+ private:
+  BatchColumns c_;
+  // Version 2's run-length and stack-row columns, one entry per row; failures and CUPTI rows in row order.
+  std::vector<uint32_t> thread_;
+  std::vector<int32_t> device_;
+  std::vector<uint64_t> stack_;
+  std::vector<FailureColumn> failures_;
+  std::vector<uint32_t> cupti_rows_;
+  size_t rows_ = 0;
+  size_t next_ = 0;
+  size_t unknown_rows_ = 0;
+  bool in_order_ = true;
+  uint64_t first_seq_ = 0;
+  uint64_t last_seq_ = 0;
+  // Where the row loop stands: the running sums of the delta columns and the next entry of each per-api column.
+  uint32_t address_shift_ = 0;
+  uint64_t time_unit_ = 1;
+  uint64_t seq_ = 0;
+  uint64_t time_ = 0;
+  uint64_t address_ = 0;
+  size_t size_i_ = 0, stream_i_ = 0, aux_i_ = 0;
+  size_t failure_i_ = 0, cupti_i_ = 0;
 };
 
-// Decodes every row of `columns` into (*out)[0, *rows). `out` only grows, so that a reused vector costs nothing per
-// batch; entries past *rows are left as they were. A row whose api this version does not know gets info ==
-// nullptr; such a row is taken to carry no size, stream or aux entry (a new api that does must come with a new
-// format version). Returns an error (without the file name: the caller adds it and the byte offset) naming the
-// column whose entry count breaks the rules.
+// Decodes every row of `columns` into (*out)[0, *rows) at once (for tests and tools; the reader decodes piece by
+// piece). `out` only grows; entries past *rows are left as they were. Errors as EventBatchDecoder::Start.
 absl::Status DecodeEventBatch(const BatchColumns& columns, std::vector<Event>* out, size_t* rows);
-absl::Status DecodeEventBatch(const BatchColumns& columns, DecodeScratch* scratch, std::vector<Event>* out,
-                              size_t* rows);
 
 }  // namespace cumemtrace::analyzer
 

@@ -1,8 +1,12 @@
 // DecodeEventBatch on plain columns: the column rules without protobuf in the way.
 #include "analyzer/reader/event_batch_decoder.h"
 
+#include <algorithm>
+#include <map>
+#include <random>
 #include <vector>
 
+#include "analyzer/reader/api_lookup.h"
 #include "gtest/gtest.h"
 
 namespace cumemtrace::analyzer {
@@ -152,19 +156,18 @@ TEST(EventBatchDecoder, Version5SegmentReleasesHaveAStack) {
   c.device = device;
   std::vector<Event> out;
   size_t rows = 0;
-  DecodeScratch scratch;
   c.format_version = 5;
   c.stack = v5_stack;
-  ASSERT_TRUE(DecodeEventBatch(c, &scratch, &out, &rows).ok());
+  ASSERT_TRUE(DecodeEventBatch(c, &out, &rows).ok());
   EXPECT_EQ((std::vector<uint64_t>{out[0].stack, out[1].stack, out[2].stack, out[3].stack}),
             (std::vector<uint64_t>{7, 8, 9, 0}));
   c.format_version = 4;
   c.stack = v4_stack;
-  ASSERT_TRUE(DecodeEventBatch(c, &scratch, &out, &rows).ok());
+  ASSERT_TRUE(DecodeEventBatch(c, &out, &rows).ok());
   EXPECT_EQ((std::vector<uint64_t>{out[0].stack, out[1].stack, out[2].stack, out[3].stack}),
             (std::vector<uint64_t>{7, 0, 0, 0}));
   c.stack = v5_stack;  // a version 4 batch with entries for the releases: the column is too long
-  EXPECT_EQ(DecodeEventBatch(c, &scratch, &out, &rows).message(),
+  EXPECT_EQ(DecodeEventBatch(c, &out, &rows).message(),
             "event batch column stack has 3 entries for 1 rows with a stack");
 }
 
@@ -193,8 +196,7 @@ TEST(EventBatchDecoder, Version2RunsAndStackRows) {
   c.format_version = 2;
   std::vector<Event> out;
   size_t rows = 0;
-  DecodeScratch scratch;
-  ASSERT_TRUE(DecodeEventBatch(c, &scratch, &out, &rows).ok());
+  ASSERT_TRUE(DecodeEventBatch(c, &out, &rows).ok());
   ASSERT_EQ(rows, 5u);
   EXPECT_EQ((std::vector<uint64_t>{out[0].stack, out[1].stack, out[2].stack, out[3].stack, out[4].stack}),
             (std::vector<uint64_t>{7, 0, 8, 0, 9}));
@@ -206,20 +208,121 @@ TEST(EventBatchDecoder, Version2RunsAndStackRows) {
   // One stack entry: the same for every row that has one.
   const std::vector<uint64_t> one = {5};
   c.stack = one;
-  ASSERT_TRUE(DecodeEventBatch(c, &scratch, &out, &rows).ok());
+  ASSERT_TRUE(DecodeEventBatch(c, &out, &rows).ok());
   EXPECT_EQ(out[1].stack, 0u);
   EXPECT_EQ(out[4].stack, 5u);
 
   // Runs that do not cover the batch, or a stack column of the wrong length, are errors naming the column.
   const std::vector<uint32_t> short_runs = {2, 2};
   c.thread_runs = short_runs;
-  EXPECT_EQ(DecodeEventBatch(c, &scratch, &out, &rows).message(),
+  EXPECT_EQ(DecodeEventBatch(c, &out, &rows).message(),
             "event batch column thread runs cover 4 rows of a batch of 5");
   c.thread_runs = thread_runs;
   const std::vector<uint64_t> two = {5, 6};
   c.stack = two;
-  EXPECT_EQ(DecodeEventBatch(c, &scratch, &out, &rows).message(),
+  EXPECT_EQ(DecodeEventBatch(c, &out, &rows).message(),
             "event batch column stack has 2 entries for 3 rows with a stack");
+}
+
+bool SameEvent(const Event& a, const Event& b) {
+  return a.seq == b.seq && a.time_ns == b.time_ns && a.info == b.info && a.address == b.address &&
+         a.size == b.size && a.stream == b.stream && a.aux == b.aux && a.stack == b.stack &&
+         a.free_bytes == b.free_bytes && a.total_bytes == b.total_bytes && a.api == b.api && a.device == b.device &&
+         a.thread == b.thread && a.result == b.result && a.has_mem_info == b.has_mem_info &&
+         a.cupti_only == b.cupti_only;
+}
+
+// Decoding piece by piece (as the reader does) gives the rows of decoding the batch at once, whatever the pieces'
+// sizes: the running sums and per-api columns carry over, and failures and CUPTI rows (in any order in the column)
+// land on their rows. Start() also says the order of the numbers before any row is decoded.
+TEST(EventBatchDecoder, PiecesEqualTheWholeBatch) {
+  std::mt19937_64 rng(11);
+  // Every api this version knows (rows with and without size, stream and aux entries), and one it does not.
+  std::vector<uint32_t> apis = {kApiIndexSize + 7};
+  for (uint32_t a = 0; a < kApiIndexSize; ++a) {
+    if (LookupApi(a) != nullptr) apis.push_back(a);
+  }
+  for (int round = 0; round < 50; ++round) {
+    const size_t rows = 1 + rng() % 700;
+    std::vector<uint32_t> api(rows), thread(rows);
+    std::vector<int64_t> seq_delta(rows), time_delta(rows), address_delta(rows);
+    std::vector<int32_t> device(rows);
+    std::vector<uint64_t> stack(rows), size, stream, aux;
+    const bool dense = round % 2 == 0;
+    for (size_t i = 0; i < rows; ++i) {
+      api[i] = apis[rng() % apis.size()];
+      const uint8_t columns = LookupColumns(api[i]);
+      if (columns & kColumnSize) size.push_back(rng() % 100000);
+      if (columns & kColumnStream) stream.push_back(rng() % 4);
+      if (columns & kColumnAux) aux.push_back(rng());
+      seq_delta[i] = static_cast<int64_t>(rng() % 5) - (round % 3 == 0 ? 1 : 0);
+      time_delta[i] = static_cast<int64_t>(rng() % 1000);
+      address_delta[i] = static_cast<int64_t>(rng() % 4096) - 2048;
+      thread[i] = static_cast<uint32_t>(rng() % 3);
+      device[i] = static_cast<int32_t>(rng() % 2);
+      stack[i] = rng() % 50;
+    }
+    std::vector<FailureColumn> failures;
+    // Enough failures, on few enough rows, that a row gets several (a sort that is not stable mixes them up).
+    for (int f = 0; f < 60; ++f) {
+      failures.push_back({static_cast<uint32_t>(rng() % std::min<size_t>(rows, 40)), 2, rng(), rng(), f % 2 == 0});
+    }
+    std::vector<uint32_t> cupti_rows;
+    for (int k = 0; k < 20; ++k) cupti_rows.push_back(static_cast<uint32_t>(rng() % rows));
+    BatchColumns c;
+    c.first_seq = 1000;
+    c.base_time_ns = 5;
+    if (!dense) c.seq_delta = seq_delta;
+    c.time_delta_ns = time_delta;
+    c.api = api;
+    c.address_delta = address_delta;
+    c.size = size;
+    c.stream = stream;
+    c.aux = aux;
+    c.stack = stack;
+    c.thread = thread;
+    c.device = device;
+    c.failures = failures;
+    c.cupti_rows = cupti_rows;
+    c.time_unit_ns = 1000;
+    c.address_shift = 4;
+
+    // The reference: the batch at once. A row with failures carries the last of them in column order.
+    std::vector<Event> whole;
+    size_t n = 0;
+    ASSERT_TRUE(DecodeEventBatch(c, &whole, &n).ok());
+    ASSERT_EQ(n, rows);
+    std::map<uint32_t, FailureColumn> last_failure;
+    for (const FailureColumn& f : failures) last_failure[f.row] = f;
+    for (const auto& [row, f] : last_failure) {
+      EXPECT_EQ(whole[row].free_bytes, f.free_bytes);
+      EXPECT_EQ(whole[row].has_mem_info, f.has_mem_info);
+    }
+    for (uint32_t row : cupti_rows) EXPECT_TRUE(whole[row].cupti_only);
+
+    EventBatchDecoder decoder;
+    ASSERT_TRUE(decoder.Start(c).ok());
+    EXPECT_EQ(decoder.first_seq(), whole[0].seq);
+    EXPECT_EQ(decoder.last_seq(), whole[rows - 1].seq);
+    bool in_order = true;
+    size_t unknown = 0;
+    for (size_t i = 0; i < rows; ++i) {
+      in_order = in_order && (i == 0 || whole[i].seq >= whole[i - 1].seq);
+      unknown += whole[i].info == nullptr ? 1 : 0;
+    }
+    EXPECT_EQ(decoder.in_order(), in_order);
+    EXPECT_EQ(decoder.unknown_rows(), unknown);
+    // Each piece into a buffer of its own, as the reader reuses one: a row must land in its own piece.
+    std::vector<Event> pieces;
+    while (decoder.remaining() != 0) {
+      std::vector<Event> piece(1 + rng() % 40);
+      piece.resize(decoder.Next(piece.data(), piece.size()));
+      pieces.insert(pieces.end(), piece.begin(), piece.end());
+    }
+    const size_t at = pieces.size();
+    ASSERT_EQ(at, rows);
+    for (size_t i = 0; i < rows; ++i) ASSERT_TRUE(SameEvent(pieces[i], whole[i])) << "round " << round << " row " << i;
+  }
 }
 
 }  // namespace
