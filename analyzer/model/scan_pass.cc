@@ -222,12 +222,15 @@ void ScanPass::ApplyTorch(const Event& event, uint64_t index) {
     const auto [allocated, requested] = layer_.layer().TensorBytes(event.device);
     phases_.TorchTensors(event.device, allocated, requested, format::IsTorchBlockAlloc(event.api));
   }
-  if (format::IsTorchBlockAlloc(event.api) || event.api == format::Api::kTorchOom) {
+  // Nearly every event is a block allocation, and failures are rare: look only when one is waiting (a device's
+  // entry goes once its failures are settled).
+  if (!torch_failures_pending_.empty() &&
+      (format::IsTorchBlockAlloc(event.api) || event.api == format::Api::kTorchOom)) {
     if (auto pending = torch_failures_pending_.find(event.device); pending != torch_failures_pending_.end()) {
       if (format::IsTorchBlockAlloc(event.api)) {
         torch_failures_recovered_.insert(pending->second.begin(), pending->second.end());
       }
-      pending->second.clear();
+      torch_failures_pending_.erase(pending);
     }
   }
   if (event.api != format::Api::kTorchOom) return;
