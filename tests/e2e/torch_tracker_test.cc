@@ -215,6 +215,30 @@ TEST(TorchTracker, AFreeCompletedLaterIsARowOfItsOwn) {
   RemoveRunDir(r.run);
 }
 
+// A completion may become its request's torch.free row only if no sequence number was taken in between: here
+// another thread's cuMemFree took one (and is held inside the fake driver) after the request's row was written, so
+// the completion is a row of its own, numbered after that free; folding it into the request would put it first.
+TEST(TorchTracker, ACompletionAfterAnotherThreadsNumberIsARowOfItsOwn) {
+  TorchRun r = RunTorch("held");
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.Describe();
+  ASSERT_TRUE(r.trace.status.ok()) << r.trace.status;
+  const analyzer::Event* requested = nullptr;
+  const analyzer::Event* completed = nullptr;
+  const analyzer::Event* driver_free = nullptr;
+  for (const analyzer::Event& e : r.trace.events) {
+    if (e.api == Api::kTorchFreeRequested && requested == nullptr) requested = &e;
+    if (e.api == Api::kTorchFreeCompleted && completed == nullptr) completed = &e;
+    if (e.api == Api::kCuMemFree && driver_free == nullptr && requested != nullptr) driver_free = &e;
+  }
+  ASSERT_NE(requested, nullptr);
+  ASSERT_NE(completed, nullptr) << "the completion was folded into its request";
+  ASSERT_NE(driver_free, nullptr);
+  EXPECT_EQ(completed->address, requested->address);
+  EXPECT_LT(requested->seq, driver_free->seq);
+  EXPECT_LT(driver_free->seq, completed->seq);
+  RemoveRunDir(r.run);
+}
+
 // Each block says whether autograd was recording on the thread that asked for it, as libc10's GradMode answered
 // there (the ledger's grad=, compared block by block by ExpectTraceMatchesLedger); never "unknown" when it can ask.
 TEST(TorchTracker, EachBlockCarriesAutogradsGradMode) {

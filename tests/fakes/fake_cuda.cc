@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -315,6 +316,17 @@ CUresult AllocateHost(const Call& call, void** pp, uint64_t size) {
 CUresult GetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
                         CUdriverProcAddressQueryResult* status);
 
+// FakeCudaCloseFreeGate (fake_cuda_control.h).
+std::atomic<bool> free_gate_closed{false};
+std::atomic<int> free_gate_waiters{0};
+
+void WaitAtFreeGate() {
+  if (!free_gate_closed.load()) return;
+  free_gate_waiters.fetch_add(1);
+  while (free_gate_closed.load()) sched_yield();
+  free_gate_waiters.fetch_sub(1);
+}
+
 }  // namespace
 }  // namespace cumemtrace::fakes
 
@@ -335,6 +347,10 @@ extern "C" {
 void FakeCudaSetRuntimeCaller(const char* runtime_api) {
   cumemtrace::fakes::runtime_caller = runtime_api;
 }
+
+void FakeCudaCloseFreeGate(int closed) { cumemtrace::fakes::free_gate_closed.store(closed != 0); }
+
+int FakeCudaFreeGateWaiters() { return cumemtrace::fakes::free_gate_waiters.load(); }
 
 void FakeCudaSetApiCallback(FakeCudaApiCallback callback, void* userdata) {
   cumemtrace::fakes::api_callback_data.store(userdata);
@@ -594,6 +610,7 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemo
 
 CUresult cuMemFree_v2(CUdeviceptr dptr) {
   ErrnoKeeper keep;
+  cumemtrace::fakes::WaitAtFreeGate();
   cuMemFree_v2_params params{dptr};
   return WithApiCallbacks(FAKE_CUDA_API(cuMemFree_v2), &params, [&]() -> CUresult {
     return FreeDevice({"cuMemFree_v2"}, dptr);

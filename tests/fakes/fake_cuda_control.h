@@ -44,6 +44,12 @@ void FakeCudaSetApiCallback(FakeCudaApiCallback callback, void* userdata);
 CUresult FakeCudaInternalAlloc(CUdeviceptr* dptr, size_t bytesize);
 CUresult FakeCudaInternalFree(CUdeviceptr dptr);
 
+// A gate in cuMemFree_v2: while closed (FakeCudaCloseFreeGate(1)), each call waits in it, after an interposer has
+// taken whatever it takes before the real call (cumemtrace: the free's sequence number), until it opens. So a test
+// can hold one thread's free in flight while another thread records. FakeCudaFreeGateWaiters: calls waiting now.
+void FakeCudaCloseFreeGate(int closed);
+int FakeCudaFreeGateWaiters();
+
 // Labels every ledger line written by the calling thread until called again; nullptr or "" clears the label.
 // `runtime_api` must stay valid until the label is cleared (a string literal).
 void FakeCudaSetRuntimeCaller(const char* runtime_api);

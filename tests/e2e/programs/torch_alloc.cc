@@ -8,11 +8,14 @@
 //   devices two device allocators
 //   deferred frees that wait for other streams (record_stream): completed after another row, right after the
 //            request, and on another thread; then basic
+//   held     a deferred free completed while another thread's cuMemFree is in flight (its sequence number taken,
+//            its row not yet written; the fake driver's free gate holds it there); then basic
 #include <string.h>
 
 #include <atomic>
 #include <thread>
 
+#include "fake_cuda_control.h"
 #include "program_support.h"
 
 extern "C" {
@@ -78,6 +81,22 @@ void DeferredFrees() {
   fake_torch_free(b);
 }
 
+// The request's row is the last one written when the other thread takes its number; the completion comes after.
+void CompletionWhileAFreeIsInFlight() {
+  CUdeviceptr p = 0;
+  E2E_CHECK_CU(cuMemAlloc(&p, 4096));
+  void* c = fake_torch_malloc(3000, 0);
+  E2E_CHECK(c != nullptr);
+  fake_torch_record_stream(c);
+  fake_torch_free(c);  // the request
+  FakeCudaCloseFreeGate(1);
+  std::thread other([p] { E2E_CHECK_CU(cuMemFree(p)); });
+  while (FakeCudaFreeGateWaiters() == 0) std::this_thread::yield();  // its number is taken, its row not written
+  fake_torch_process_events();  // the completion
+  FakeCudaCloseFreeGate(0);
+  other.join();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -86,6 +105,7 @@ int main(int argc, char** argv) {
   if (strcmp(scenario, "retry") == 0) E2E_CHECK(fake_torch_raw_alloc(kMiB) != 0);
   fake_torch_init(strcmp(scenario, "devices") == 0 ? 2 : 1);
   if (strcmp(scenario, "deferred") == 0) DeferredFrees();
+  if (strcmp(scenario, "held") == 0) CompletionWhileAFreeIsInFlight();
   Basic(0);
   if (strcmp(scenario, "devices") == 0) Basic(1);
   if (strcmp(scenario, "oom") == 0) E2E_CHECK(fake_torch_malloc(cumemtrace::e2e::kPlantedFailureBytes, 0) == nullptr);
