@@ -190,34 +190,34 @@ std::vector<AutogradTensor> ScanPass::LiveAutogradTensors(int32_t device) {
   return live;
 }
 
-bool ScanPass::EngineThread(uint32_t thread) {
-  int8_t& known = Thread(thread).engine;
-  if (known < 0) known = IsAutogradEngineThread(a_.info.ThreadName(thread)) ? 1 : 0;
-  return known == 1;
+bool ScanPass::EngineThread(ThreadScan& scan, uint32_t thread) {
+  if (scan.engine < 0) scan.engine = IsAutogradEngineThread(a_.info.ThreadName(thread)) ? 1 : 0;
+  return scan.engine == 1;
 }
 
 void ScanPass::ApplyTorch(const Event& event, uint64_t index) {
   a_.allocator.events = true;
   if (event.api != format::Api::kTorchFreeRequested) ++a_.allocator.replay_steps;
   AutogradStamp stamp;
+  ThreadScan& thread = Thread(event.thread);  // one lookup for the event (the vector does not move until the next)
   if (format::IsTorchBlockAlloc(event.api)) {
-    const bool engine = EngineThread(event.thread);
+    const bool engine = EngineThread(thread, event.thread);
     stamp = autograd_.OnBlockAlloc(event.api, engine, event.thread, event.stack);
     if (!engine && detect_phases_) {
-      step_phases_.OnProgramRequest(event.seq, Thread(event.thread).request_boundary, event.time_ns, event.thread,
-                                    event.stack, stamp.epoch, false);
+      step_phases_.OnProgramRequest(event.seq, thread.request_boundary, event.time_ns, event.thread, event.stack,
+                                    stamp.epoch, false);
     }
-  } else if (event.api == format::Api::kTorchOom && detect_phases_ && !EngineThread(event.thread)) {
-    step_phases_.OnProgramRequest(event.seq, Thread(event.thread).request_boundary, event.time_ns, event.thread,
-                                  event.stack, autograd_.passes(), true);
+  } else if (event.api == format::Api::kTorchOom && detect_phases_ && !EngineThread(thread, event.thread)) {
+    step_phases_.OnProgramRequest(event.seq, thread.request_boundary, event.time_ns, event.thread, event.stack,
+                                  autograd_.passes(), true);
   }
   if (detect_phases_ && (format::IsTorchBlockAlloc(event.api) || event.api == format::Api::kTorchOom ||
                          event.info->space == format::Space::kTorchBlock)) {
-    Thread(event.thread).request_boundary = event.seq;  // the thread's next request begins after this
+    thread.request_boundary = event.seq;  // the thread's next request begins after this
   }
   // Phases need the tensors' bytes after every event: from the first phase on, the layer runs on this thread.
   if (phases_.active()) layer_.RunInline();
-  layer_.Apply(event, index, stamp, autograd_.passes());
+  layer_.Apply(event, index, stamp);
   if (phases_.active()) {
     const auto [allocated, requested] = layer_.layer().TensorBytes(event.device);
     phases_.TorchTensors(event.device, allocated, requested, format::IsTorchBlockAlloc(event.api));

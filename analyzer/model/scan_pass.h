@@ -66,8 +66,9 @@ class ScanPass : public MetadataVisitor {
     if (thread >= threads_.size()) threads_.resize(thread + 1);
     return threads_[thread];
   }
-  // The thread is one of autograd's engine threads (by its name, looked up once per thread, not per block).
-  bool EngineThread(uint32_t thread);
+  // Thread `thread` (whose ThreadScan is `scan`) is one of autograd's engine threads (by its name, looked up once
+  // per thread, not per block).
+  bool EngineThread(ThreadScan& scan, uint32_t thread);
   // The allocator's state on `device` now, and what else holds that device's memory.
   TorchAtFailure AtFailure(int32_t device);
   bool IsPytorchStack(uint64_t stack) { return owners_.Name(owners_.OwnerOf(stack)).slug == "pytorch"; }
@@ -84,7 +85,10 @@ class ScanPass : public MetadataVisitor {
       ++t.count;
       t.bytes += event.size;
     }
-    if (options_.pinned && !pinned_overflow_) LogPinned(event, outcome);
+    // Most events touch no pinned memory: only those that do call out (PinnedChanges says what changed).
+    const bool pinned = event.info->kind == format::Kind::kPinnedHost ||
+                        (outcome.has_previous && outcome.previous.kind == format::Kind::kPinnedHost);
+    if (pinned && options_.pinned && !pinned_overflow_) LogPinned(event, outcome);
   }
   void KeepOom(const Event& event, uint64_t index);
   void SnapshotOom(OomRecord& record, uint64_t index);

@@ -20,16 +20,6 @@ int64_t SaturatingAdd(int64_t a, int64_t b) {
   return static_cast<int64_t>(s);
 }
 
-void TraceInfo::NoteEventTime(int64_t time_ns) {
-  if (!has_events) {
-    has_events = true;
-    first_event_time_ns = last_event_time_ns = time_ns;
-    return;
-  }
-  first_event_time_ns = std::min(first_event_time_ns, time_ns);
-  last_event_time_ns = std::max(last_event_time_ns, time_ns);
-}
-
 int64_t TraceInfo::EndNs() const {
   int64_t end = StartNs();
   if (has_events) end = std::max(end, last_event_time_ns);

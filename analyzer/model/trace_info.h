@@ -3,6 +3,7 @@
 #ifndef CUMEMTRACE_ANALYZER_MODEL_TRACE_INFO_H_
 #define CUMEMTRACE_ANALYZER_MODEL_TRACE_INFO_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -31,7 +32,15 @@ struct TraceInfo {
   int64_t last_event_time_ns = 0;  // largest event time seen
 
   // Records the time of an event (first/last).
-  void NoteEventTime(int64_t time_ns);
+  void NoteEventTime(int64_t time_ns) {  // inline: once per event
+    if (!has_events) {
+      has_events = true;
+      first_event_time_ns = last_event_time_ns = time_ns;
+      return;
+    }
+    first_event_time_ns = std::min(first_event_time_ns, time_ns);
+    last_event_time_ns = std::max(last_event_time_ns, time_ns);
+  }
 
   int64_t StartNs() const { return header.start_time_ns; }
   // The end of the trace: the trailer's end time or the last event, whichever is later.

@@ -17,14 +17,18 @@ LayerThread::~LayerThread() {
   if (thread_.joinable()) thread_.join();
 }
 
-void LayerThread::Apply(const Event& e, uint64_t index, const AutogradStamp& stamp, uint32_t passes) {
+static_assert(static_cast<uint32_t>(format::Api::kTorchFree) < 65536 &&
+              static_cast<uint32_t>(format::Api::kTorchOom) < 65536, "a Step keeps the api in 16 bits");
+
+void LayerThread::Apply(const Event& e, uint64_t index, const AutogradStamp& stamp) {
+  if (!format::IsTorchApi(e.api)) return;  // the layer reads nothing else (and a Step keeps the api in 16 bits)
   if (!threaded_) {
-    ApplyNow(e, index, stamp, passes);  // no Step in between: on two cores, that copy was most of this class's cost
+    ApplyNow(e, index, stamp);  // no Step in between: on two cores, that copy was most of this class's cost
     return;
   }
   if (pending_.capacity() == 0) pending_.reserve(kBatchSteps);
-  pending_.push_back(Step{e.seq, e.time_ns, e.address, e.size, e.stream, e.stack, index, e.info, e.api, e.device,
-                          e.thread, passes, stamp});
+  pending_.push_back(Step{e.seq, e.time_ns, e.address, e.size, e.stream, e.stack, index, e.device, e.thread,
+                          stamp.epoch, static_cast<uint16_t>(e.api), stamp.grad, stamp.backward});
   if (pending_.size() == kBatchSteps) Hand();
 }
 
@@ -32,24 +36,30 @@ void LayerThread::ApplyStep(const Step& s) {
   Event e;
   e.seq = s.seq;
   e.time_ns = s.time_ns;
-  e.api = s.api;
-  e.info = s.info;
+  e.api = static_cast<format::Api>(s.api);
+  e.info = format::FindApi(s.api);
   e.device = s.device;
   e.address = s.address;
   e.size = s.size;
   e.stream = s.stream;
   e.stack = s.stack;
   e.thread = s.thread;
-  ApplyNow(e, s.index, s.stamp, s.passes);
+  AutogradStamp stamp;
+  stamp.grad = s.grad;
+  stamp.backward = s.backward;
+  stamp.epoch = s.epoch;
+  ApplyNow(e, s.index, stamp);
 }
 
-void LayerThread::ApplyNow(const Event& e, uint64_t index, const AutogradStamp& stamp, uint32_t passes) {
+void LayerThread::ApplyNow(const Event& e, uint64_t index, const AutogradStamp& stamp) {
   const bool block_alloc = format::IsTorchBlockAlloc(e.api);
   if (block_alloc) layer_.SetAutograd(stamp);
   layer_.Apply(e, index);
   if (block_alloc) {
     const TorchDeviceStats* stats = layer_.Find(e.device);
-    if (stats != nullptr && stats->allocated_bytes.peak_at.index == index) passes_at_allocated_peak_[e.device] = passes;
+    if (stats != nullptr && stats->allocated_bytes.peak_at.index == index) {
+      passes_at_allocated_peak_[e.device] = stamp.epoch;
+    }
   }
 }
 

@@ -42,9 +42,10 @@ class LayerThread {
   LayerThread(const LayerThread&) = delete;
   LayerThread& operator=(const LayerThread&) = delete;
 
-  // Applies a TORCH_* event as AllocatorLayer::SetAutograd(stamp) then Apply(event, index) would. `passes`: the
-  // backward passes begun when it came (remembered for the device's allocated peak, PassesAtAllocatedPeak).
-  void Apply(const Event& event, uint64_t index, const AutogradStamp& stamp, uint32_t passes);
+  // Applies a TORCH_* event as AllocatorLayer::SetAutograd(stamp) then Apply(event, index) would. A block
+  // allocation's stamp.epoch (the backward passes begun when it came) is remembered for the device's allocated peak
+  // (PassesAtAllocatedPeak).
+  void Apply(const Event& event, uint64_t index, const AutogradStamp& stamp);
   // The layer with every event applied so far. Waits for the layer's thread.
   AllocatorLayer& layer();
   // Every later Apply() is made on the calling thread, right away (after the queued ones).
@@ -54,8 +55,9 @@ class LayerThread {
   uint32_t PassesAtAllocatedPeak(int32_t device);
 
  private:
-  // What the layer reads of an event, with the stamps the scan gave it: two thirds of an Event's bytes, copied once
-  // per PyTorch event.
+  // What the layer reads of an event, with the stamp the scan gave it, copied once per PyTorch event: the scan's
+  // thread writes it into memory the layer's thread read last, so every byte left out is time (72 bytes of an
+  // Event's 104; the api table entry is looked up again on the layer's thread).
   struct Step {
     uint64_t seq;
     int64_t time_ns;
@@ -64,16 +66,16 @@ class LayerThread {
     uint64_t stream;
     uint64_t stack;
     uint64_t index;
-    const format::ApiInfo* info;
-    format::Api api;
     int32_t device;
     uint32_t thread;
-    uint32_t passes;
-    AutogradStamp stamp;
+    uint32_t epoch;
+    uint16_t api;  // every TORCH_* api is below 2^16 (format.h)
+    format::GradMode grad;
+    bool backward;
   };
 
   void ApplyStep(const Step& step);  // a queued step: on the layer's thread, or here if none could start
-  void ApplyNow(const Event& event, uint64_t index, const AutogradStamp& stamp, uint32_t passes);
+  void ApplyNow(const Event& event, uint64_t index, const AutogradStamp& stamp);
   void Hand();                       // pending_ to the queue (waiting while it is full); starts the thread
   bool StartThread();                // false if the process could not start one (the layer then runs inline)
   void Run();                        // the layer's thread
