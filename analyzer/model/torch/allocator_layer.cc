@@ -62,15 +62,15 @@ AllocatorLayer::SegmentIt AllocatorLayer::SegmentAt(Device& d, uint64_t address)
 AllocatorLayer::SegmentIt AllocatorLayer::EraseSegment(Device& d, SegmentIt it) {
   SegmentsChanged(d);
   for (uint32_t i = it->second.first; i != kNoBlock; i = d.nodes[i].next) {
-    d.index.erase(BlockKey{d.nodes[i].segment, d.nodes[i].address});
+    d.index.Erase(d.nodes[i].address, i);
     d.free_nodes.push_back(i);
   }
   return d.segments.erase(it);
 }
 
 uint32_t AllocatorLayer::BlockStartingAt(const Device& d, SegmentIt s, uint64_t address) {
-  auto it = d.index.find(BlockKey{s->first, address});
-  return it == d.index.end() ? kNoBlock : it->second;
+  const uint64_t segment = s->first;
+  return d.index.Find(address, [&](uint32_t i) { return d.nodes[i].segment == segment; });
 }
 
 uint32_t AllocatorLayer::BlockHolding(const Device& d, SegmentIt s, uint64_t address) {
@@ -81,8 +81,7 @@ uint32_t AllocatorLayer::BlockHolding(const Device& d, SegmentIt s, uint64_t add
 
 uint32_t AllocatorLayer::PutFreeBlock(Device& d, SegmentIt s, uint32_t after, uint64_t address, uint64_t size,
                                       uint64_t stream) {
-  auto [slot, made] = d.index.try_emplace(BlockKey{s->first, address}, kNoBlock);
-  if (!made) return slot->second;
+  if (const uint32_t there = BlockStartingAt(d, s, address); there != kNoBlock) return there;
   uint32_t i;
   if (d.free_nodes.empty()) {
     i = static_cast<uint32_t>(d.nodes.size());
@@ -91,7 +90,7 @@ uint32_t AllocatorLayer::PutFreeBlock(Device& d, SegmentIt s, uint32_t after, ui
     i = d.free_nodes.back();
     d.free_nodes.pop_back();
   }
-  slot->second = i;
+  d.index.Insert(address, i);
   TorchSegment& seg = s->second;
   BlockNode& n = d.nodes[i];
   n.address = address;
@@ -110,7 +109,7 @@ void AllocatorLayer::DropBlock(Device& d, TorchSegment& s, uint32_t i) {
   (n.prev == kNoBlock ? s.first : d.nodes[n.prev].next) = n.next;
   (n.next == kNoBlock ? s.last : d.nodes[n.next].prev) = n.prev;
   --s.blocks;
-  d.index.erase(BlockKey{n.segment, n.address});
+  d.index.Erase(n.address, i);
   d.free_nodes.push_back(i);
 }
 
@@ -122,9 +121,10 @@ void AllocatorLayer::MoveBlocks(Device& d, TorchSegment& from, uint32_t i, Segme
     (n.prev == kNoBlock ? from.first : d.nodes[n.prev].next) = n.next;
     (n.next == kNoBlock ? from.last : d.nodes[n.next].prev) = n.prev;
     --from.blocks;
-    d.index.erase(BlockKey{n.segment, n.address});
+    d.index.Erase(n.address, i);
     n.segment = to->first;
-    if (d.index.try_emplace(BlockKey{n.segment, n.address}, i).second) {
+    if (BlockStartingAt(d, to, n.address) == kNoBlock) {
+      d.index.Insert(n.address, i);
       n.prev = t.last;
       n.next = kNoBlock;
       (t.last == kNoBlock ? t.first : d.nodes[t.last].next) = i;
@@ -535,8 +535,10 @@ const TorchBlock* AllocatorLayer::BlockAt(int32_t device, uint64_t address) cons
   auto sit = segments.upper_bound(address);
   if (sit == segments.begin()) return nullptr;
   --sit;
-  auto it = d->second->index.find(BlockKey{sit->first, address});
-  return it == d->second->index.end() ? nullptr : &d->second->nodes[it->second].block;
+  const Device& dev = *d->second;
+  const uint64_t segment = sit->first;
+  const uint32_t i = dev.index.Find(address, [&](uint32_t n) { return dev.nodes[n].segment == segment; });
+  return i == kNoBlock ? nullptr : &dev.nodes[i].block;
 }
 
 std::vector<TorchSegmentView> AllocatorLayer::Map(int32_t device) const {

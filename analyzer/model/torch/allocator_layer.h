@@ -27,8 +27,8 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "analyzer/model/torch/allocator_rules.h"
+#include "analyzer/model/torch/block_index.h"
 #include "analyzer/model/torch/autograd_passes.h"
 #include "analyzer/model/memory/timelines.h"
 #include "analyzer/reader/trace_reader.h"
@@ -58,6 +58,7 @@ struct TorchBlock {
 
 // Where a segment's blocks are kept: see AllocatorLayer::BlockNode.
 constexpr uint32_t kNoBlock = ~uint32_t{0};
+static_assert(kNoBlock == BlockIndex::kNone);
 
 struct TorchSegment {
   uint64_t size = 0;
@@ -186,36 +187,24 @@ class AllocatorLayer {
     uint64_t version = ~uint64_t{0};
   };
   // A block of a segment. Nearly every event names a block by the address where it starts (an ALLOC takes a free
-  // block at its start, a FREE names the block it frees), so blocks are found by a hash of (segment, address), and
+  // block at its start, a FREE names the block it frees), so blocks are found by their address (block_index.h;
+  // the node's segment tells apart the blocks of overlapping segments in a damaged trace), and
   // a segment's blocks are a list in address order for what needs neighbours (merging free blocks) or the order
   // (the map, a block found by an address inside it); an ordered tree per segment cost a walk, a node to allocate
   // and a rebalance per event. Nodes live in a deque (stable addresses), and dropped ones are reused.
   struct BlockNode {
     uint64_t address = 0;
-    uint64_t segment = 0;  // its segment's start: with `address`, the index's key
+    uint64_t segment = 0;  // its segment's start: with `address`, what names the block
     uint32_t prev = kNoBlock;
     uint32_t next = kNoBlock;
     TorchBlock block;
-  };
-  struct BlockKey {
-    uint64_t segment;
-    uint64_t address;
-    bool operator==(const BlockKey& o) const { return segment == o.segment && address == o.address; }
-  };
-  // One multiplication, then the high bits folded down (the table takes its tags from the low bits, and addresses
-  // are multiples of 512): cheaper than absl's full mixing of both words, which every event paid for.
-  struct BlockKeyHash {
-    size_t operator()(const BlockKey& k) const {
-      const uint64_t h = (k.address + k.segment * 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
-      return static_cast<size_t>(h ^ (h >> 32));
-    }
   };
   struct Device {
     TorchDeviceStats stats;
     std::map<uint64_t, TorchSegment> segments;  // by address
     std::deque<BlockNode> nodes;
     std::vector<uint32_t> free_nodes;  // nodes no block uses
-    absl::flat_hash_map<BlockKey, uint32_t, BlockKeyHash> index;  // every block's node
+    BlockIndex index;  // every block's node, by its address
     // The reserved peak was just reached by a segment: its moment becomes the allocation that asked for it.
     bool reserved_peak_settling = false;
     // Bumped by every change to the segments' set or extents (SegmentsChanged): cached lookups older than it are
