@@ -34,28 +34,6 @@ inline bool Varint(const uint8_t*& p, const uint8_t* end, uint64_t* value) {
   return false;
 }
 
-// A varint from p, which must have at least one byte before `end`; false if cut off or longer than 10 bytes. With
-// 8 bytes to spare it loads them at once and finds the last byte and compacts the 7-bit groups with bit operations:
-// varints of mixed lengths then cost no mispredicted branches.
-inline bool ColumnVarint(const uint8_t*& p, const uint8_t* end, uint64_t* value) {
-  if (end - p >= 8) {
-    uint64_t word;
-    std::memcpy(&word, p, 8);
-    const uint64_t stops = ~word & 0x8080808080808080ull;
-    if (stops != 0) {
-      const int bits = __builtin_ctzll(stops) + 1;  // through the high bit of the last byte
-      uint64_t x = (bits == 64 ? word : word & ((uint64_t{1} << bits) - 1)) & 0x7f7f7f7f7f7f7f7full;
-      x = ((x & 0x7f007f007f007f00ull) >> 1) | (x & 0x007f007f007f007full);
-      x = ((x & 0x3fff00003fff0000ull) >> 2) | (x & 0x00003fff00003fffull);
-      x = ((x & 0x0fffffff00000000ull) >> 4) | (x & 0x000000000fffffffull);
-      p += bits >> 3;
-      *value = x;
-      return true;
-    }
-  }
-  return Varint(p, end, value);
-}
-
 // Decodes the packed varints in [p, end) into `out` through `convert`. False if the last one is cut off.
 template <typename T, typename Convert>
 bool PackedColumn(const uint8_t* p, const uint8_t* end, PodBuffer<T>* out, Convert convert) {
@@ -71,8 +49,34 @@ bool PackedColumn(const uint8_t* p, const uint8_t* end, PodBuffer<T>* out, Conve
   }
   size_t n = 0;
   while (p < end) {
+    if (end - p >= 8) {
+      // Every varint that ends within the next 8 bytes, out of one load: each one's bytes are found from the stop
+      // bits alone, so the values do not wait on each other (one varint at a time, each waited on the length of
+      // the one before it).
+      uint64_t word;
+      std::memcpy(&word, p, 8);
+      uint64_t stops = ~word & 0x8080808080808080ull;
+      if (stops != 0) {
+        int start = 0;  // bit where the next varint begins
+        do {
+          const int stop = __builtin_ctzll(stops) + 1;  // through the high bit of its last byte
+          const int bits = stop - start;
+          uint64_t x = word >> start;
+          x = (bits == 64 ? x : x & ((uint64_t{1} << bits) - 1)) & 0x7f7f7f7f7f7f7f7full;
+          x = ((x & 0x7f007f007f007f00ull) >> 1) | (x & 0x007f007f007f007full);
+          x = ((x & 0x3fff00003fff0000ull) >> 2) | (x & 0x00003fff00003fffull);
+          x = ((x & 0x0fffffff00000000ull) >> 4) | (x & 0x000000000fffffffull);
+          dst[n++] = convert(x);
+          start = stop;
+          stops &= stops - 1;
+        } while (stops != 0);
+        p += start >> 3;
+        continue;
+      }
+    }
+    // Near the end of the column, or a varint longer than 8 bytes.
     uint64_t value;
-    if (!ColumnVarint(p, end, &value)) return false;
+    if (!Varint(p, end, &value)) return false;
     dst[n++] = convert(value);
   }
   out->set_size(n);
