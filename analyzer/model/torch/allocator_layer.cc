@@ -492,6 +492,7 @@ std::vector<const TorchDeviceStats*> AllocatorLayer::Devices() const {
 }
 
 const TorchDeviceStats* AllocatorLayer::Find(int32_t device) const {
+  if (cached_ != nullptr && cached_->stats.device == device) return &cached_->stats;  // after nearly every event
   auto it = devices_.find(device);
   return it == devices_.end() ? nullptr : &it->second->stats;
 }
