@@ -45,6 +45,7 @@ class BlockIndex {
     uint32_t node = kNone;  // kNone: empty
   };
 
+  static bool Empty(const Slot& s) { return s.node == kNone; }
   // Fibonacci hashing: the top bits of one multiplication (block addresses differ in their middle bits).
   size_t Home(uint64_t address) const {
     return static_cast<size_t>(((address ^ seed_) * 0x9e3779b97f4a7c15ull) >> shift_);
