@@ -85,6 +85,21 @@ bool ScanPass::LayerThreadWanted(LayerThreading threading) {
          (threading == LayerThreading::kAuto && UsableCpus() > 2);
 }
 
+void ScanPass::OnPhase(const PhaseInfo& phase) {
+  if (!phases_.active()) {
+    // The first phase: its packet may come after events the replay has already applied without the tracker (the
+    // preload writes a range opened after a batch was sealed behind that batch). A phase opening next opens with
+    // what they left.
+    layer_.RunInline();
+    std::vector<std::pair<int32_t, TorchBytes>> devices;
+    for (const TorchDeviceStats* d : layer_.layer().Devices()) {
+      devices.emplace_back(d->device, layer_.layer().Bytes(d->device));
+    }
+    phases_.CatchUp(last_event_, devices);
+  }
+  phases_.Add(phase);
+}
+
 void ScanPass::OnEvent(const Event& event) {
   const uint64_t index = model_.next_index();
   if (phases_.active()) phases_.Before(event, index, a_.info.header.start_time_ns, model_.mutable_timelines());
@@ -219,8 +234,9 @@ void ScanPass::ApplyTorch(const Event& event, uint64_t index) {
   if (phases_.active()) layer_.RunInline();
   layer_.Apply(event, index, stamp);
   if (phases_.active()) {
-    const auto [allocated, requested] = layer_.layer().TensorBytes(event.device);
-    phases_.TorchTensors(event.device, allocated, requested, format::IsTorchBlockAlloc(event.api));
+    const bool grew = format::IsTorchBlockAlloc(event.api) || event.api == format::Api::kTorchSegmentAlloc ||
+                      event.api == format::Api::kTorchSegmentMap;
+    phases_.Torch(event.device, layer_.layer().Bytes(event.device), grew);
   }
   // Nearly every event is a block allocation, and failures are rare: look only when one is waiting (a device's
   // entry goes once its failures are settled).

@@ -37,7 +37,7 @@ class ScanPass : public MetadataVisitor {
     MetadataVisitor::OnThread(thread);
     Thread(thread.index).engine = -1;  // its name may have changed
   }
-  void OnPhase(const PhaseInfo& phase) override { phases_.Add(phase); }
+  void OnPhase(const PhaseInfo& phase) override;
   void OnAllocatorAttach(const AllocatorAttachInfo& attach) override;
   void OnEvent(const Event& event) override;
   void OnEvents(absl::Span<const Event> events) override;
@@ -73,7 +73,11 @@ class ScanPass : public MetadataVisitor {
   TorchAtFailure AtFailure(int32_t device);
   bool IsPytorchStack(uint64_t stack) { return owners_.Name(owners_.OwnerOf(stack)).slug == "pytorch"; }
   void After(const Event& event, const Outcome& outcome, uint64_t index) {
-    if (phases_.active()) phases_.After(event, index, model_.timelines());
+    if (phases_.active()) {
+      phases_.After(event, index, model_.timelines());
+    } else {
+      last_event_ = EventStamp{index, event.time_ns, event.seq};  // for a first phase that comes after it
+    }
     a_.info.NoteEventTime(event.time_ns);
     driver_.Before(event.seq, owners_);  // samples taken before this event see the owners' state without it
     owners_.Apply(event, outcome);
@@ -100,6 +104,7 @@ class ScanPass : public MetadataVisitor {
   OwnerTracker owners_{a_.stacks, a_.symbols, a_.info.header.executable};
   DriverMemoryTracker driver_;
   PhaseTracker phases_{options_.phase_filter};
+  EventStamp last_event_;  // the last event replayed while phases_ was not active
   // PyTorch's allocator, replayed on a thread of its own where the machine has a core to spare for it.
   LayerThread layer_{LayerThreadWanted(options_.layer_thread)};
   AutogradPasses autograd_;

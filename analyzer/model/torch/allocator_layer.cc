@@ -523,10 +523,11 @@ TorchFigures AllocatorLayer::Figures(int32_t device) const {
   return f;
 }
 
-std::pair<uint64_t, uint64_t> AllocatorLayer::TensorBytes(int32_t device) const {
+TorchBytes AllocatorLayer::Bytes(int32_t device) const {
   auto it = devices_.find(device);
-  if (it == devices_.end()) return {0, 0};
-  return {it->second->stats.allocated_bytes.current, it->second->stats.requested_bytes.current};
+  if (it == devices_.end()) return {};
+  const TorchDeviceStats& s = it->second->stats;
+  return {s.reserved_bytes.current, s.allocated_bytes.current, s.requested_bytes.current};
 }
 
 const TorchBlock* AllocatorLayer::BlockAt(int32_t device, uint64_t address) const {

@@ -110,6 +110,14 @@ struct TorchFigures {
   uint64_t pending_free_bytes = 0;   // extents of blocks whose free waits for streams
 };
 
+// The three figures the phases follow after every PyTorch event (memory_stats()'s reserved_bytes, allocated_bytes
+// and requested_bytes, current).
+struct TorchBytes {
+  uint64_t reserved = 0;
+  uint64_t allocated = 0;
+  uint64_t requested = 0;
+};
+
 struct TorchDeviceStats {
   int32_t device = 0;
   TorchCounter allocated_bytes, allocations, requested_bytes, active_bytes, reserved_bytes, segments;
@@ -159,8 +167,8 @@ class AllocatorLayer {
   std::vector<const TorchDeviceStats*> Devices() const;
   const TorchDeviceStats* Find(int32_t device) const;
   TorchFigures Figures(int32_t device) const;
-  // Only the counters of live tensors (allocated_bytes and requested_bytes now): cheap, for every event.
-  std::pair<uint64_t, uint64_t> TensorBytes(int32_t device) const;
+  // Only the reserved, allocated and requested bytes now: cheap, for every event.
+  TorchBytes Bytes(int32_t device) const;
   // The block that starts at `address` on `device` now (allocated, pending or free), or nullptr.
   const TorchBlock* BlockAt(int32_t device, uint64_t address) const;
   // The segment/block map of `device` now, by address.

@@ -12,13 +12,6 @@ namespace {
 
 constexpr uint64_t kOpenEnd = std::numeric_limits<uint64_t>::max();
 
-bool IsTorchSegmentGrowth(format::Api api) {
-  return api == format::Api::kTorchSegmentAlloc || api == format::Api::kTorchSegmentMap;
-}
-bool IsTorchSegmentShrink(format::Api api) {
-  return api == format::Api::kTorchSegmentFree || api == format::Api::kTorchSegmentUnmap;
-}
-
 }  // namespace
 
 const char* PhaseSeriesName(int series) {
@@ -77,23 +70,10 @@ void PhaseTracker::SetGate(bool open, uint64_t index, Timelines& timelines) {
 void PhaseTracker::After(const Event& event, uint64_t index, const Timelines& timelines) {
   last_ = EventStamp{index, event.time_ns, event.seq};
   if (gate_open_) ++filter_events_;
-  bool raise = false;
-  if (IsTorchSegmentGrowth(event.api)) {
-    torch_reserved_[event.device] += event.size;
-    raise = true;
-  } else if (IsTorchSegmentShrink(event.api)) {
-    uint64_t& r = torch_reserved_[event.device];
-    r = r > event.size ? r - event.size : 0;
-  } else if (event.result == 0 && event.info->op == format::Op::kAlloc && !format::IsTorchApi(event.api)) {
-    raise = true;
-  }
-  if (!raise || open_summaries_.empty()) return;
+  // PyTorch's own series move in Torch(), after the allocator layer applied the event.
+  if (event.result != 0 || event.info->op != format::Op::kAlloc || format::IsTorchApi(event.api)) return;
   for (size_t i : open_summaries_) {
     PhaseSummary& s = summaries_[i];
-    if (IsTorchSegmentGrowth(event.api)) {
-      Raise(s, event.device, kTorchReservedSeries, torch_reserved_[event.device], last_);
-      continue;
-    }
     const int kind = static_cast<int>(event.info->kind) % kNumSeries;
     if (const Series* series = timelines.Find(event.device, kind); series != nullptr) {
       Raise(s, event.device, kind, series->bytes, last_);
@@ -106,13 +86,21 @@ void PhaseTracker::After(const Event& event, uint64_t index, const Timelines& ti
   }
 }
 
-void PhaseTracker::TorchTensors(int32_t device, uint64_t allocated, uint64_t requested, bool grew) {
-  torch_tensors_[device] = {allocated, requested};
+void PhaseTracker::Torch(int32_t device, const TorchBytes& now, bool grew) {
+  torch_[device] = now;
   if (!grew) return;
-  for (size_t i : open_summaries_) {
-    Raise(summaries_[i], device, kTorchAllocatedSeries, allocated, last_);
-    Raise(summaries_[i], device, kTorchRequestedSeries, requested, last_);
-  }
+  for (size_t i : open_summaries_) RaiseTorch(summaries_[i], device, now);
+}
+
+void PhaseTracker::CatchUp(const EventStamp& last, const std::vector<std::pair<int32_t, TorchBytes>>& devices) {
+  last_ = last;
+  for (const auto& [device, bytes] : devices) torch_[device] = bytes;
+}
+
+void PhaseTracker::RaiseTorch(PhaseSummary& s, int32_t device, const TorchBytes& now) {
+  if (now.reserved > 0) Raise(s, device, kTorchReservedSeries, now.reserved, last_);
+  if (now.allocated > 0) Raise(s, device, kTorchAllocatedSeries, now.allocated, last_);
+  if (now.requested > 0) Raise(s, device, kTorchRequestedSeries, now.requested, last_);
 }
 
 void PhaseTracker::Raise(PhaseSummary& s, int32_t device, int series, uint64_t bytes, const EventStamp& at) {
@@ -147,13 +135,7 @@ void PhaseTracker::NameOpened(const std::string& name, int64_t time_ns, uint64_t
       if (d->series[series].bytes > 0) Raise(s, d->device, series, d->series[series].bytes, last_);
     }
   }
-  for (const auto& [device, bytes] : torch_reserved_) {
-    if (bytes > 0) Raise(s, device, kTorchReservedSeries, bytes, last_);
-  }
-  for (const auto& [device, tensors] : torch_tensors_) {
-    if (tensors.first > 0) Raise(s, device, kTorchAllocatedSeries, tensors.first, last_);
-    if (tensors.second > 0) Raise(s, device, kTorchRequestedSeries, tensors.second, last_);
-  }
+  for (const auto& [device, bytes] : torch_) RaiseTorch(s, device, bytes);
 }
 
 void PhaseTracker::OpenRange(const PhaseInfo& phase, std::vector<Open>* stack, uint64_t index,

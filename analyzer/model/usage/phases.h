@@ -23,6 +23,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "analyzer/model/memory/timelines.h"
+#include "analyzer/model/torch/allocator_layer.h"
 #include "analyzer/reader/trace_reader.h"
 
 namespace cumemtrace::analyzer {
@@ -111,9 +112,12 @@ class PhaseTracker {
   void Before(const Event& event, uint64_t index, int64_t start_ns, Timelines& timelines);
   // After the memory model applied `event`: raises the open phases' peaks.
   void After(const Event& event, uint64_t index, const Timelines& timelines);
-  // After the allocator layer applied a TORCH_* event on `device`: its tensors' allocated and requested bytes now
-  // (`grew`: an allocation, which may raise the open phases' peaks).
-  void TorchTensors(int32_t device, uint64_t allocated, uint64_t requested, bool grew);
+  // After the allocator layer applied a TORCH_* event on `device`: its reserved, allocated and requested bytes now
+  // (`grew`: a block allocation or a segment's growth, which may raise the open phases' peaks).
+  void Torch(int32_t device, const TorchBytes& now, bool grew);
+  // Before the first phase, when the replay has applied events without the tracker: `last` is the last of them,
+  // `devices` what PyTorch's allocator held after it. A phase opening next counts those bytes (it opens with them).
+  void CatchUp(const EventStamp& last, const std::vector<std::pair<int32_t, TorchBytes>>& devices);
   // The filter's verdict for the event at `index` (always true without a filter).
   bool Inside(uint64_t index) const;
   // The innermost open range's path on `thread` (else the most recently opened range still open anywhere), or "".
@@ -137,6 +141,7 @@ class PhaseTracker {
   void CloseRange(Open open, int64_t end_ns, uint64_t end_seq, uint64_t index, Timelines& timelines);
   void NameOpened(const std::string& name, int64_t time_ns, uint64_t index, const Timelines& timelines);
   void Raise(PhaseSummary& s, int32_t device, int series, uint64_t bytes, const EventStamp& at);
+  void RaiseTorch(PhaseSummary& s, int32_t device, const TorchBytes& now);
   void SetGate(bool open, uint64_t index, Timelines& timelines);
   void NoteCurrentChanged(uint64_t index);
   std::string MostRecentPath() const;
@@ -157,8 +162,7 @@ class PhaseTracker {
   uint64_t unmatched_ = 0;
   uint64_t order_ = 0;
   EventStamp last_;                                   // the last event applied
-  absl::flat_hash_map<int32_t, uint64_t> torch_reserved_;
-  absl::flat_hash_map<int32_t, std::pair<uint64_t, uint64_t>> torch_tensors_;  // allocated, requested
+  absl::flat_hash_map<int32_t, TorchBytes> torch_;    // per device, as the allocator layer counts them
   // The filter: whether it is open now, and the replay intervals [begin, end) it was open.
   bool gate_started_ = false;
   bool gate_open_ = false;

@@ -160,6 +160,47 @@ TEST(Phases, TorchReservedPerPhase) {
   EXPECT_STREQ(PhaseSeriesName(kTorchReservedSeries), "torch_reserved");
 }
 
+// The first Phase packet may reach the model after events it follows: the preload writes a range opened after a
+// batch was sealed behind that batch, and the reader hands a marked batch's events on as soon as they are complete.
+// What those events left (PyTorch's reserved segment, a live tensor) counts in the phase that opens after them, as
+// max_memory_reserved() and max_memory_allocated() after a reset at the phase's start do. The first batch is longer
+// than the reader's chunk of 256, so it reaches the model before the phase whatever the reader holds back.
+TEST(Phases, WhatEventsBeforeTheFirstPhaseLeftCountsInIt) {
+  constexpr uint64_t kBefore = 600;  // rows before the phase: a segment, a tensor, then plain allocations and frees
+  TraceBuilder b;
+  b.Header().Device(0, "GPU", 1ull << 30).Thread(1, 100, "main");
+  std::vector<test::Ev> first = {Alloc(1, 1, 0x1000000, 2 << 20, 0, format::Api::kCuMemAlloc, 0, 1),
+                                 test::Torch(2, 1, format::Api::kTorchSegmentAlloc, 0x1000000, 2 << 20),
+                                 test::Torch(3, 1, format::Api::kTorchAlloc, 0x1000000, 1 << 20)};
+  for (uint64_t seq = 4; seq <= kBefore; seq += 2) {
+    first.push_back(Alloc(seq, 2, 0x9000000, 4096, 0, format::Api::kCudaMalloc, 0, 1));
+    first.push_back(Free(seq + 1, 2, 0x9000000, format::Api::kCudaFree, 0, 1));
+  }
+  format::EventBatch marked = TraceBuilder::Encode(first);
+  marked.set_complete_below(kBefore + 1);
+  b.Batch(marked);
+  b.Packet(Phase(format::Phase::PUSH, 1, kBefore, "train", 0, 3));
+  const uint64_t s = kBefore;
+  format::EventBatch second = TraceBuilder::Encode(
+      {Alloc(s + 1, 4, 0x4000000, 8 << 20, 0, format::Api::kCuMemAlloc, 0, 1),
+       test::Torch(s + 2, 4, format::Api::kTorchSegmentAlloc, 0x4000000, 8 << 20),
+       test::Torch(s + 3, 4, format::Api::kTorchFree, 0x1000000),
+       test::Torch(s + 4, 5, format::Api::kTorchSegmentFree, 0x4000000, 8 << 20),
+       Free(s + 5, 5, 0x4000000, format::Api::kCuMemFree, 0, 1)});
+  second.set_complete_below(s + 6);
+  b.Batch(second);
+  b.Packet(Phase(format::Phase::POP, 1, s + 5, "", 0, 6));
+  b.Trailer(s + 5, kStartNs + 10'000'000);
+  auto a = Analyze(b.Write("phase_after_events.pb"), AnalyzeOptions());
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_EQ((*a)->phases.phases.size(), 1u);
+  std::map<int, uint64_t> peak;
+  for (const PhasePeak& p : (*a)->phases.phases[0].peaks) peak[p.series] = p.peak_bytes;
+  EXPECT_EQ(peak[kTorchReservedSeries], 10u << 20);  // the 2 MiB segment from before, and the 8 MiB one inside
+  EXPECT_EQ(peak[kTorchAllocatedSeries], 1u << 20);   // the tensor live when the phase opened, freed inside it
+  EXPECT_EQ(peak[kDeviceTotalSeries], 10u << 20);
+}
+
 TEST(Phases, PerfettoHasASlicePerRange) {
   const std::string out = ::testing::TempDir() + "/phases.perfetto-trace";
   std::remove(out.c_str());
