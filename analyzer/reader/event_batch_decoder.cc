@@ -127,6 +127,24 @@ absl::Status EventBatchDecoder::Start(const BatchColumns& given) {
   cupti_rows_.assign(c.cupti_rows.begin(), c.cupti_rows.end());
   std::sort(cupti_rows_.begin(), cupti_rows_.end());
 
+  // The sequence numbers, without decoding the rows. Wrapping arithmetic on unsigned values: deltas from a
+  // damaged file must not be undefined behaviour.
+  in_order_ = true;
+  first_seq_ = last_seq_ = c.first_seq;
+  if (c.seq_delta.empty()) {
+    last_seq_ = c.first_seq + (rows == 0 ? 0 : rows - 1);
+    in_order_ = last_seq_ >= first_seq_;
+  } else if (rows != 0) {
+    uint64_t seq = c.first_seq + static_cast<uint64_t>(c.seq_delta[0]);
+    first_seq_ = seq;
+    for (size_t i = 1; i < rows; ++i) {
+      const uint64_t next = seq + static_cast<uint64_t>(c.seq_delta[i]);
+      in_order_ = in_order_ && next >= seq;
+      seq = next;
+    }
+    last_seq_ = seq;
+  }
+
   c_ = c;
   rows_ = rows;
   unknown_rows_ = unknown;

@@ -63,6 +63,11 @@ class EventBatchDecoder {
   // Rows whose api this version does not know: they get info == nullptr, and are taken to carry no size, stream or
   // aux entry (a new api that does must come with a new format version).
   size_t unknown_rows() const { return unknown_rows_; }
+  // Whether the rows' sequence numbers never decrease from row to row, and the first and last of them (known before
+  // any row is decoded: callers decide from them where the rows go).
+  bool in_order() const { return in_order_; }
+  uint64_t first_seq() const { return first_seq_; }
+  uint64_t last_seq() const { return last_seq_; }
 
   // Decodes the next min(n, remaining()) rows into out[0, k) and returns k.
   size_t Next(Event* out, size_t n);
@@ -78,6 +83,9 @@ class EventBatchDecoder {
   size_t rows_ = 0;
   size_t next_ = 0;
   size_t unknown_rows_ = 0;
+  bool in_order_ = true;
+  uint64_t first_seq_ = 0;
+  uint64_t last_seq_ = 0;
   // Where the row loop stands: the running sums of the delta columns and the next entry of each per-api column.
   uint32_t address_shift_ = 0;
   uint64_t time_unit_ = 1;

@@ -126,6 +126,23 @@ void ReorderWindow::ReleaseBelow(uint64_t mark, TraceVisitor& visitor) {
   while (SmallestSeq(&smallest) && smallest < mark) PopSmallest(visitor);
 }
 
+bool ReorderWindow::BeginPassThrough(uint64_t first, uint64_t last, uint64_t mark, TraceVisitor& visitor) {
+  const bool late = emitted_ != 0 && first < released_max_;
+  if (!marked_ || mark == 0 || size() != 0 || first > last || last >= mark || late) return false;
+  // What left the ring before goes first: either owed entries or a buffer, never both.
+  DeliverOwed(visitor);
+  FlushBuffer(visitor);
+  return true;
+}
+
+void ReorderWindow::PassOn(absl::Span<const Event> events, TraceVisitor& visitor) {
+  if (events.empty()) return;
+  arrivals_ += events.size();
+  emitted_ += events.size();
+  released_max_ = std::max(released_max_, events.back().seq);
+  visitor.OnEvents(events);
+}
+
 void ReorderWindow::Drain(TraceVisitor& visitor) {
   while (size() != 0) PopSmallest(visitor);
   // Either owed entries or a buffer, never both.

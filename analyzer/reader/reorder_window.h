@@ -11,7 +11,8 @@
 // over out of order, and the reports must say that their numbers cannot be trusted.
 //
 // It is built for the common case, events that arrive in order: those go to a ring (a sorted FIFO, O(1)), the
-// others to a heap beside it. Events leave to the visitor's OnEvents in chunks, straight out of the ring when they
+// others to a heap beside it. A marked batch that is in order, arriving at an empty window, skips the ring
+// altogether (BeginPassThrough). Events leave to the visitor's OnEvents in chunks, straight out of the ring when they
 // come from it (no copy); only when a late event must be interleaved do they pass through a small buffer. Memory is
 // bounded by `capacity`; it must never grow with the length of the trace.
 #ifndef CUMEMTRACE_ANALYZER_READER_REORDER_WINDOW_H_
@@ -42,6 +43,12 @@ class ReorderWindow {
   void ReleaseBelow(uint64_t mark, TraceVisitor& visitor);
   // Called before pushing a batch that carries a mark: its events must not leave early by the old window's rule.
   void ExpectMarks();
+  // A marked batch whose rows are in order (numbers `first` to `last`, `mark` its low-water mark) goes straight to
+  // the visitor when the window holds nothing and none of it would be late: what the ring would have done with it,
+  // without the copy in and out. Returns whether it may: if so, everything that left before has now been handed
+  // over, and the batch's events must come through PassOn, in row order, before anything else reaches the window.
+  bool BeginPassThrough(uint64_t first, uint64_t last, uint64_t mark, TraceVisitor& visitor);
+  void PassOn(absl::Span<const Event> events, TraceVisitor& visitor);
   // Lets every held event leave, smallest first, and hands everything that left to `visitor`.
   void Drain(TraceVisitor& visitor);
 

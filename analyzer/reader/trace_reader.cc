@@ -178,7 +178,7 @@ class Reader {
   std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> stream_{nullptr, ZSTD_freeDCtx};
   int64_t stream_next_part_ = -1;
   // Rows are decoded kDecodePiece at a time (26 KB of Events), so that each piece is still in the cache when the
-  // window copies it.
+  // window or the visitor copies it.
   static constexpr size_t kDecodePiece = 256;
   EventBatchDecoder decoder_;
   std::vector<Event> decoded_;
@@ -789,9 +789,18 @@ absl::Status Reader::HandleColumns(const BatchColumns& given, uint64_t offset) {
   if (columns.complete_below != 0) window_.ExpectMarks();
   stats_.time_unit_ns = std::max<uint64_t>(stats_.time_unit_ns, columns.time_unit_ns);
   stats_.unknown_api_events += decoder_.unknown_rows();
+  // A batch in order that the window would only pass on goes to the visitor piece by piece, each piece decoded
+  // just before it is handed over (the usual case: the writer keeps its batches in order).
+  const bool pass_through = decoder_.unknown_rows() == 0 && decoder_.in_order() &&
+                            window_.BeginPassThrough(decoder_.first_seq(), decoder_.last_seq(),
+                                                     columns.complete_below, visitor_);
   if (decoded_.size() < kDecodePiece) decoded_.resize(kDecodePiece);
   while (decoder_.remaining() != 0) {
     const size_t rows = decoder_.Next(decoded_.data(), kDecodePiece);
+    if (pass_through) {
+      window_.PassOn(absl::Span<const Event>(decoded_.data(), rows), visitor_);
+      continue;
+    }
     for (size_t i = 0; i < rows; ++i) {
       if (decoded_[i].info != nullptr) window_.Push(decoded_[i], visitor_);
     }

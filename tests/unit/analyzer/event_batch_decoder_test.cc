@@ -234,7 +234,7 @@ bool SameEvent(const Event& a, const Event& b) {
 
 // Decoding piece by piece (as the reader does) gives the rows of decoding the batch at once, whatever the pieces'
 // sizes: the running sums and per-api columns carry over, and failures and CUPTI rows (in any order in the column)
-// land on their rows.
+// land on their rows. Start() also says the order of the numbers before any row is decoded.
 TEST(EventBatchDecoder, PiecesEqualTheWholeBatch) {
   std::mt19937_64 rng(11);
   // Every api this version knows (rows with and without size, stream and aux entries), and one it does not.
@@ -302,8 +302,15 @@ TEST(EventBatchDecoder, PiecesEqualTheWholeBatch) {
 
     EventBatchDecoder decoder;
     ASSERT_TRUE(decoder.Start(c).ok());
+    EXPECT_EQ(decoder.first_seq(), whole[0].seq);
+    EXPECT_EQ(decoder.last_seq(), whole[rows - 1].seq);
+    bool in_order = true;
     size_t unknown = 0;
-    for (size_t i = 0; i < rows; ++i) unknown += whole[i].info == nullptr ? 1 : 0;
+    for (size_t i = 0; i < rows; ++i) {
+      in_order = in_order && (i == 0 || whole[i].seq >= whole[i - 1].seq);
+      unknown += whole[i].info == nullptr ? 1 : 0;
+    }
+    EXPECT_EQ(decoder.in_order(), in_order);
     EXPECT_EQ(decoder.unknown_rows(), unknown);
     // Each piece into a buffer of its own, as the reader reuses one: a row must land in its own piece.
     std::vector<Event> pieces;

@@ -138,5 +138,102 @@ TEST(ReorderWindow, EventsLaterThanTheWindowAreCounted) {
   EXPECT_FALSE(window.marked());
 }
 
+// A batch that skips the ring (BeginPassThrough, PassOn) must leave the visitor, and the window's counts, exactly as
+// pushing it would have: on batches in order and not, marks right and wrong, events late and not.
+TEST(ReorderWindow, PassingThroughEqualsPushing) {
+  struct Batch {
+    std::vector<uint64_t> seqs;
+    uint64_t mark;
+  };
+  for (uint64_t round = 0; round < 40; ++round) {
+    std::mt19937_64 rng(round);
+    std::vector<Batch> batches;
+    uint64_t next_seq = 1;
+    std::vector<uint64_t> held;  // numbers taken but not yet written: a later batch carries them
+    for (int b = 0; b < 60; ++b) {
+      Batch batch;
+      const size_t rows = 1 + rng() % 300;
+      for (size_t i = 0; i < rows; ++i) {
+        if (!held.empty() && rng() % 8 == 0) {
+          batch.seqs.push_back(held.back());
+          held.pop_back();
+        } else if (rng() % 16 == 0) {
+          held.push_back(next_seq++);  // written in a later batch
+          --i;
+        } else {
+          batch.seqs.push_back(next_seq++);
+        }
+      }
+      // Mostly batches in order; some with a row out of place.
+      if (rng() % 3 == 0) std::sort(batch.seqs.begin(), batch.seqs.end());
+      const uint64_t lowest_held = held.empty() ? next_seq : *std::min_element(held.begin(), held.end());
+      // The right mark, none, or (damage) one too high, which makes later events late.
+      const uint64_t r = rng() % 10;
+      batch.mark = r == 0 ? 0 : r == 1 ? next_seq + 5 : lowest_held;
+      batches.push_back(std::move(batch));
+    }
+    ReorderWindow pushed(64), passed(64);
+    Collect pushed_out, passed_out;
+    uint64_t arrival = 0;
+    size_t passes = 0;
+    for (const Batch& batch : batches) {
+      std::vector<Event> events(batch.seqs.size());
+      for (size_t i = 0; i < events.size(); ++i) {
+        events[i].seq = batch.seqs[i];
+        events[i].address = arrival++;
+      }
+      if (batch.mark != 0) {
+        pushed.ExpectMarks();
+        passed.ExpectMarks();
+      }
+      for (const Event& e : events) pushed.Push(e, pushed_out);
+      const bool in_order = std::is_sorted(batch.seqs.begin(), batch.seqs.end());
+      if (in_order && passed.BeginPassThrough(batch.seqs.front(), batch.seqs.back(), batch.mark, passed_out)) {
+        ++passes;
+        // In pieces, as the reader hands them over.
+        for (size_t begin = 0; begin < events.size(); begin += 7) {
+          const size_t n = std::min<size_t>(7, events.size() - begin);
+          passed.PassOn(absl::Span<const Event>(events.data() + begin, n), passed_out);
+        }
+      } else {
+        for (const Event& e : events) passed.Push(e, passed_out);
+      }
+      if (batch.mark != 0) {
+        pushed.ReleaseBelow(batch.mark, pushed_out);
+        passed.ReleaseBelow(batch.mark, passed_out);
+      }
+    }
+    pushed.Drain(pushed_out);
+    passed.Drain(passed_out);
+    ASSERT_EQ(passed_out.out, pushed_out.out) << "round " << round;
+    EXPECT_EQ(passed.emitted(), pushed.emitted());
+    EXPECT_EQ(passed.late_events(), pushed.late_events());
+    EXPECT_EQ(passed.max_lateness(), pushed.max_lateness());
+    EXPECT_GT(passes, 0u) << "round " << round;
+    EXPECT_LT(passes, batches.size()) << "round " << round;
+  }
+}
+
+// Only a marked batch, wholly below its mark, arriving after everything smaller, may skip the ring.
+TEST(ReorderWindow, PassingThroughOnlyWhenNothingCanComeBetween) {
+  Collect c;
+  ReorderWindow unmarked(16);
+  EXPECT_FALSE(unmarked.BeginPassThrough(1, 5, 6, c));  // no marks yet: the bounded window decides
+  ReorderWindow w(16);
+  w.ExpectMarks();
+  EXPECT_FALSE(w.BeginPassThrough(1, 5, 0, c));  // the batch has no mark
+  EXPECT_FALSE(w.BeginPassThrough(1, 6, 6, c));  // its last row is not below its mark
+  EXPECT_FALSE(w.BeginPassThrough(5, 1, 6, c));  // not in order
+  Event held;
+  held.seq = 10;
+  w.Push(held, c);
+  EXPECT_FALSE(w.BeginPassThrough(11, 12, 13, c));  // the window holds an event
+  w.ReleaseBelow(11, c);
+  EXPECT_FALSE(w.BeginPassThrough(3, 4, 13, c));  // 10 has left: these would be late
+  ASSERT_TRUE(w.BeginPassThrough(11, 12, 13, c));
+  ASSERT_EQ(c.out.size(), 1u);  // what had left was handed over first
+  EXPECT_EQ(c.out[0].first, 10u);
+}
+
 }  // namespace
 }  // namespace cumemtrace::analyzer
