@@ -228,7 +228,7 @@ void AllocatorLayer::Alloc(Device& d, const Event& e, const EventStamp& when) {
     estimated = true;
   } else if (TorchShouldSplit(b->size, rounded, seg.small_pool || seg.expandable, config_)) {
     extent = rounded;
-    PutFreeBlock(d, sit, i, e.address + rounded, b->size - rounded, b->stream);  // a deque keeps `b` where it is
+    PutFreeBlock(d, sit, i, e.address + rounded, b->size - rounded, b->stream);  // nodes never move: `b` stays valid
   }
   if (!config_.unmodelled.empty()) estimated = true;
   b->size = extent;

@@ -21,12 +21,12 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <utility>
 #include <vector>
 
+#include "analyzer/model/chunked_vector.h"
 #include "analyzer/model/torch/allocator_rules.h"
 #include "analyzer/model/torch/block_index.h"
 #include "analyzer/model/torch/autograd_passes.h"
@@ -199,7 +199,7 @@ class AllocatorLayer {
   // the node's segment tells apart the blocks of overlapping segments in a damaged trace), and
   // a segment's blocks are a list in address order for what needs neighbours (merging free blocks) or the order
   // (the map, a block found by an address inside it); an ordered tree per segment cost a walk, a node to allocate
-  // and a rebalance per event. Nodes live in a deque (stable addresses), and dropped ones are reused.
+  // and a rebalance per event. Nodes never move (chunked_vector.h), and dropped ones are reused.
   struct BlockNode {
     uint64_t address = 0;
     uint64_t segment = 0;  // its segment's start: with `address`, what names the block
@@ -210,7 +210,7 @@ class AllocatorLayer {
   struct Device {
     TorchDeviceStats stats;
     std::map<uint64_t, TorchSegment> segments;  // by address
-    std::deque<BlockNode> nodes;
+    ChunkedVector<BlockNode> nodes;
     std::vector<uint32_t> free_nodes;  // nodes no block uses
     BlockIndex index;  // every block's node, by its address
     // The reserved peak was just reached by a segment: its moment becomes the allocation that asked for it.
