@@ -44,7 +44,11 @@ void ProgressBar::Update(uint64_t events, double fraction) {
 
 void ProgressBar::Done() {
   if (!terminal_ || drawn_width_ == 0) return;
-  std::fputs(("\r" + std::string(drawn_width_, ' ') + "\r").c_str(), err_);
+  // The line blanked out, between two carriage returns.
+  std::string blank(drawn_width_ + 2, ' ');
+  blank.front() = '\r';
+  blank.back() = '\r';
+  std::fputs(blank.c_str(), err_);
   std::fflush(err_);
   drawn_width_ = 0;
 }
