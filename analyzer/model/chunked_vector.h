@@ -24,15 +24,11 @@ class ChunkedVector {
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
 
-  // Appends a value-initialized element and returns it; no element moves.
+  // Appends a value-initialized element (its chunk was value-initialized when made) and returns it; no element
+  // moves.
   T& emplace_back() {
-    if ((size_ & (kChunk - 1)) == 0 && (size_ >> kChunkBits) == chunks_.size()) {
-      chunks_.push_back(std::make_unique<T[]>(kChunk));
-    }
-    T& added = (*this)[size_];
-    added = T();
-    ++size_;
-    return added;
+    if ((size_ >> kChunkBits) == chunks_.size()) chunks_.push_back(std::make_unique<T[]>(kChunk));
+    return (*this)[size_++];
   }
 
  private:

@@ -1,7 +1,10 @@
 // BlockIndex must answer every lookup as a plain multimap of (address, node) entries would, through growth and
 // backward-shift deletion, with several entries at one address (overlapping segments of a damaged trace) told
-// apart by the lookup's predicate.
+// apart by the lookup's predicate. The layer keeps the blocks those nodes name in a ChunkedVector, whose elements
+// must never move.
 #include "analyzer/model/torch/block_index.h"
+
+#include "analyzer/model/chunked_vector.h"
 
 #include <map>
 #include <random>
@@ -56,6 +59,27 @@ TEST(BlockIndex, AnswersAsAMultimapWould) {
     for (const auto& [address, node] : reference) {
       ASSERT_EQ(index.Find(address, [&](uint32_t n) { return n == node; }), node);
     }
+  }
+}
+
+TEST(ChunkedVector, ElementsKeepTheirPlaceAndValues) {
+  struct Node {
+    uint64_t a = 7;
+    uint32_t b = 9;
+  };
+  ChunkedVector<Node, 2> nodes;  // chunks of 4: many growths
+  std::vector<const Node*> places;
+  for (uint64_t i = 0; i < 1000; ++i) {
+    Node& added = nodes.emplace_back();
+    EXPECT_EQ(added.a, 7u);
+    EXPECT_EQ(added.b, 9u);
+    added.a = i;
+    places.push_back(&added);
+  }
+  ASSERT_EQ(nodes.size(), 1000u);
+  for (uint64_t i = 0; i < 1000; ++i) {
+    EXPECT_EQ(&nodes[i], places[i]) << i;
+    EXPECT_EQ(nodes[i].a, i);
   }
 }
 
