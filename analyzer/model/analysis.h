@@ -34,8 +34,10 @@ namespace cumemtrace::analyzer {
 
 // Where PyTorch's allocator is replayed during the scan (model/torch/layer_thread.h).
 enum class LayerThreading {
-  kAuto,       // on a thread of its own where the process may use three CPUs or more: the reader's, the model's, its own
+  kAuto,       // kOwnThread where the process may use three CPUs or more (the reader's, the model's, the layer's),
+               // kShared on two, kInline on one
   kOwnThread,  // always on a thread of its own
+  kShared,     // applied by the reader's thread while it waits for the model's, else by the model's
   kInline,     // on the model's thread
 };
 

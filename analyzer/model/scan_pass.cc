@@ -78,11 +78,21 @@ bool SameScope(const SnapshotFilter& a, const SnapshotFilter& b) {
 
 }  // namespace
 
-bool ScanPass::LayerThreadWanted(LayerThreading threading) {
-  // Three busy threads on two cores take turns: the layer's thread then only adds its hand-overs (measured on the
-  // development VM's two cores: no faster).
-  return threading == LayerThreading::kOwnThread ||
-         (threading == LayerThreading::kAuto && UsableCpus() > 2);
+LayerThread::Mode ScanPass::LayerThreadMode(LayerThreading threading) {
+  switch (threading) {
+    case LayerThreading::kOwnThread:
+      return LayerThread::Mode::kOwnThread;
+    case LayerThreading::kShared:
+      return LayerThread::Mode::kShared;
+    case LayerThreading::kInline:
+      return LayerThread::Mode::kInline;
+    case LayerThreading::kAuto:
+      break;
+  }
+  // Three busy threads on two cores only take turns (measured on the development VM: no faster than inline); there
+  // the reader's thread applies the layer's batches in the time it spent waiting. One CPU: nothing overlaps.
+  const unsigned cpus = UsableCpus();
+  return cpus > 2 ? LayerThread::Mode::kOwnThread : cpus == 2 ? LayerThread::Mode::kShared : LayerThread::Mode::kInline;
 }
 
 void ScanPass::OnPhase(const PhaseInfo& phase) {

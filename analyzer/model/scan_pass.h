@@ -46,8 +46,11 @@ class ScanPass : public MetadataVisitor {
   // read. Returns false if the pinned changes need a second read (PinnedPass).
   bool Finish();
 
-  // Whether PyTorch's allocator layer runs on a thread of its own under `threading` here (this process's CPUs).
-  static bool LayerThreadWanted(LayerThreading threading);
+  // The reader's thread applies queued PyTorch events to the allocator layer while it waits (LayerThread::kShared).
+  bool HelpWhileReaderWaits() override { return layer_.HelpOnce(); }
+
+  // Who replays PyTorch's allocator under `threading` here (this process's CPUs).
+  static LayerThread::Mode LayerThreadMode(LayerThreading threading);
 
  private:
   void FinishLeaks();
@@ -106,7 +109,7 @@ class ScanPass : public MetadataVisitor {
   PhaseTracker phases_{options_.phase_filter};
   EventStamp last_event_;  // the last event replayed while phases_ was not active
   // PyTorch's allocator, replayed on a thread of its own where the machine has a core to spare for it.
-  LayerThread layer_{LayerThreadWanted(options_.layer_thread)};
+  LayerThread layer_{LayerThreadMode(options_.layer_thread)};
   AutogradPasses autograd_;
   std::vector<ThreadScan> threads_;  // by thread index
   absl::flat_hash_map<uint32_t, ThreadScan> far_threads_;

@@ -50,7 +50,13 @@ void Delivery::OnEvents(absl::Span<const Event> events) {
 void Delivery::Hand(bool last) {
   const bool chunk = pending_events_ != 0;
   std::unique_lock<std::mutex> lock(mutex_);
-  if (chunk) changed_.wait(lock, [&] { return queued_chunks_ < kMaxQueuedChunks; });
+  // The visitor's thread is behind: work it can hand off is done here first, the wait comes when there is none.
+  while (chunk && queued_chunks_ >= kMaxQueuedChunks) {
+    lock.unlock();
+    const bool helped = target_.HelpWhileReaderWaits();
+    lock.lock();
+    if (!helped) changed_.wait(lock, [&] { return queued_chunks_ < kMaxQueuedChunks; });
+  }
   if (!pending_.empty()) {
     queue_.push_back(std::move(pending_));
     pending_.clear();

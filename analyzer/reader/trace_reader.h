@@ -217,6 +217,11 @@ class TraceVisitor {
     for (const Event& e : events) OnEvent(e);
   }
   virtual void OnTrailer(const TrailerInfo&) {}
+  // Where the visitor's calls are made on a second thread (delivery.h): called on the reader's thread while the
+  // visitor's is behind and the reader would wait for it. A visitor with work that another thread may do (ScanPass:
+  // PyTorch's allocator replay, layer_thread.h) does a piece of it and returns true; false when it has none now. It
+  // runs while the visitor's other calls run on their thread: what it touches must be guarded.
+  virtual bool HelpWhileReaderWaits() { return false; }
 };
 
 struct ReadStats {

@@ -1,5 +1,5 @@
-// PyTorch's allocator replayed on a thread of its own (model/torch/layer_thread.h) must change nothing a report
-// says: on every example trace, the summary (peaks with what was live, leaks, failed allocations and OOMs with the
+// PyTorch's allocator replayed on a thread of its own, or by the reader's thread while it waits (LayerThread's
+// kOwnThread and kShared, model/torch/layer_thread.h), must change nothing a report says: on every example trace, the summary (peaks with what was live, leaks, failed allocations and OOMs with the
 // allocator's figures, the autograd judgement, the phases) is the same byte for byte as with the replay on the
 // model's thread. The examples with PyTorch's layer have up to 60 000 allocator rows: many batches handed over, and
 // waits at OOMs, at the allocator's attachment and, with NVTX ranges or found phases, the switch to running inline.
@@ -64,8 +64,10 @@ TEST_P(LayerThreadExample, SameSummaryAsInline) {
   const std::string path = std::string(CUMEMTRACE_EXAMPLES_DIR) + "/" + GetParam() + ".pb";
   const Summary inline_replay = SummaryWith(path, LayerThreading::kInline);
   const Summary own_thread = SummaryWith(path, LayerThreading::kOwnThread);
+  const Summary shared = SummaryWith(path, LayerThreading::kShared);
   ASSERT_FALSE(inline_replay.json.empty());
   EXPECT_EQ(FirstDifference(own_thread.json, inline_replay.json), "");
+  EXPECT_EQ(FirstDifference(shared.json, inline_replay.json), "");
   if (inline_replay.torch) {
     EXPECT_NE(inline_replay.json.find("\"allocator\""), std::string::npos);
   }

@@ -22,8 +22,8 @@ static_assert(static_cast<uint32_t>(format::Api::kTorchFree) < 65536 &&
 
 void LayerThread::Apply(const Event& e, uint64_t index, const AutogradStamp& stamp) {
   if (!format::IsTorchApi(e.api)) return;  // the layer reads nothing else (and a Step keeps the api in 16 bits)
-  if (!threaded_) {
-    ApplyNow(e, index, stamp);  // no Step in between: on two cores, that copy was most of this class's cost
+  if (mode_ == Mode::kInline) {
+    ApplyNow(e, index, stamp);  // no Step in between: when nothing overlaps, that copy was most of this class's cost
     return;
   }
   if (pending_.capacity() == 0) pending_.reserve(kBatchSteps);
@@ -63,17 +63,37 @@ void LayerThread::ApplyNow(const Event& e, uint64_t index, const AutogradStamp& 
   }
 }
 
+void LayerThread::ApplyOldest(std::unique_lock<std::mutex>& lock) {
+  std::vector<Step> batch = std::move(queue_.front());
+  queue_.pop_front();
+  busy_ = true;
+  lock.unlock();
+  changed_.notify_all();  // a place in the queue is free
+  for (const Step& s : batch) ApplyStep(s);
+  lock.lock();
+  busy_ = false;
+  if (spare_.size() < kMaxQueuedBatches) spare_.push_back(std::move(batch));
+  changed_.notify_all();  // the queue may be empty now, and the next batch may be taken
+}
+
 void LayerThread::Hand() {
-  if (!thread_.joinable() && !StartThread()) {
+  if (mode_ == Mode::kOwnThread && !thread_.joinable() && !StartThread()) {
     for (const Step& s : pending_) ApplyStep(s);  // no thread to be had: this one applies them, now and from now on
     pending_.clear();
-    threaded_ = false;
+    mode_ = Mode::kInline;
     return;
   }
   std::vector<Step> next;
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [&] { return queue_.size() < kMaxQueuedBatches; });
+    // A full queue: the layer's own thread makes room; shared, this thread does, unless another one is applying.
+    while (queue_.size() >= kMaxQueuedBatches) {
+      if (mode_ == Mode::kShared && !busy_) {
+        ApplyOldest(lock);
+      } else {
+        changed_.wait(lock);
+      }
+    }
     queue_.push_back(std::move(pending_));
     if (!spare_.empty()) {
       next = std::move(spare_.back());
@@ -103,26 +123,32 @@ void LayerThread::Run() {
   while (true) {
     changed_.wait(lock, [&] { return !queue_.empty() || stop_; });
     if (stop_) return;
-    std::vector<Step> batch = std::move(queue_.front());
-    queue_.pop_front();
-    busy_ = true;
-    lock.unlock();
-    changed_.notify_all();  // a place in the queue is free
-    for (const Step& s : batch) ApplyStep(s);
-    lock.lock();
-    busy_ = false;
-    if (spare_.size() < kMaxQueuedBatches) spare_.push_back(std::move(batch));
-    changed_.notify_all();  // the queue may be empty now
+    ApplyOldest(lock);
   }
+}
+
+bool LayerThread::HelpOnce() {
+  if (!shared_) return false;
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (queue_.empty() || busy_) return false;
+  ApplyOldest(lock);
+  return true;
 }
 
 void LayerThread::Wait() {
   if (!pending_.empty()) Hand();
-  if (!thread_.joinable()) return;
-  // The layer's thread writes the layer only between taking a batch and clearing busy_, both under mutex_: once
-  // this sees the queue empty and the thread idle, every write it made is visible here.
+  if (mode_ == Mode::kInline && !thread_.joinable()) return;
+  // Batches are applied only between taking one and clearing busy_, both under mutex_: once this sees the queue
+  // empty and no batch being applied, every write made to the layer is visible here. Shared, this thread applies
+  // what is left itself.
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  while (!queue_.empty() || busy_) {
+    if (mode_ == Mode::kShared && !busy_) {
+      ApplyOldest(lock);
+    } else {
+      changed_.wait(lock);
+    }
+  }
 }
 
 AllocatorLayer& LayerThread::layer() {
@@ -131,9 +157,9 @@ AllocatorLayer& LayerThread::layer() {
 }
 
 void LayerThread::RunInline() {
-  if (!threaded_) return;
+  if (mode_ == Mode::kInline) return;
   Wait();
-  threaded_ = false;
+  mode_ = Mode::kInline;
 }
 
 uint32_t LayerThread::PassesAtAllocatedPeak(int32_t device) {

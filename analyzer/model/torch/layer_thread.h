@@ -1,18 +1,24 @@
-// Runs the scan's AllocatorLayer on a thread of its own, so that replaying PyTorch's allocator (the costliest part
-// of the model on a PyTorch trace: a tree lookup and a block's memory touched per event) overlaps the rest of the
-// model instead of adding to it.
+// Runs the scan's AllocatorLayer apart from the rest of the model, so that replaying PyTorch's allocator (the
+// costliest part of the model on a PyTorch trace: a tree lookup and a block's memory touched per event) overlaps the
+// rest of the model instead of adding to it.
 //
 // The scan needs the layer's state only at a few moments: a failed allocation, an OOM, the allocator's attachment,
-// the end, and after every event while phases are followed. Until one of those, events are queued in batches for
-// the layer's thread; layer() then waits until every queued event is applied, and from that moment the calling
-// thread has the layer to itself (the layer's thread only touches it while events are queued). While phases are
-// followed (their peaks need the tensors' bytes after each event), RunInline() makes every later Apply() a plain
-// call. Either way the layer sees the same events, in the same order, with the same stamps, so it ends in the same
-// state: the reports cannot tell the difference.
+// the end, and after every event while phases are followed. Until one of those, events are queued in batches;
+// layer() then waits until every queued event is applied, and from that moment the calling thread has the layer to
+// itself (no other thread touches it while nothing is queued). While phases are followed (their peaks need the
+// tensors' bytes after each event), RunInline() makes every later Apply() a plain call. Whichever thread applies a
+// batch, the layer sees the same events, in the same order, with the same stamps, so it ends in the same state: the
+// reports cannot tell the difference.
 //
-// The thread starts with the first batch, so a trace without PyTorch events never starts it; where the process can
-// start no thread, the layer runs inline. Memory: batches of kBatchSteps slim copies of the events, at most
-// kMaxQueuedBatches queued, one being applied and one filling (about 2 MB).
+// Who applies the queued batches (Mode):
+//   kOwnThread  a thread of the layer's own, started with the first batch (where the machine has a core for it);
+//   kShared     whichever thread would otherwise wait: the trace reader's while it waits for the model's thread
+//               (HelpOnce(), through TraceVisitor::HelpWhileReaderWaits), and the model's thread itself when the
+//               queue is full. On two cores, three busy threads only took turns; this way the layer's work fills
+//               the time the reader spent waiting.
+//   kInline     nobody: every Apply() is a plain call.
+// Where the process can start no thread, kOwnThread falls back to inline. Memory: batches of kBatchSteps slim copies
+// of the events, at most kMaxQueuedBatches queued, one being applied and one filling (about 2 MB).
 #ifndef CUMEMTRACE_ANALYZER_MODEL_TORCH_LAYER_THREAD_H_
 #define CUMEMTRACE_ANALYZER_MODEL_TORCH_LAYER_THREAD_H_
 
@@ -36,8 +42,9 @@ class LayerThread {
   static constexpr size_t kBatchSteps = 4096;
   static constexpr size_t kMaxQueuedBatches = 4;
 
-  // `threaded`: false makes every call inline from the start (no core to spare for the layer).
-  explicit LayerThread(bool threaded) : threaded_(threaded) {}
+  enum class Mode { kOwnThread, kShared, kInline };
+
+  explicit LayerThread(Mode mode) : mode_(mode), shared_(mode == Mode::kShared) {}
   ~LayerThread();
   LayerThread(const LayerThread&) = delete;
   LayerThread& operator=(const LayerThread&) = delete;
@@ -53,6 +60,9 @@ class LayerThread {
   // The backward passes begun when the device's allocated bytes last reached their peak (0 if never). Waits for the
   // layer's thread.
   uint32_t PassesAtAllocatedPeak(int32_t device);
+  // kShared, from any thread: applies the oldest queued batch, if there is one and no other thread is applying one;
+  // returns whether it did. Never waits.
+  bool HelpOnce();
 
  private:
   // What the layer reads of an event, with the stamp the scan gave it, copied once per PyTorch event: the scan's
@@ -74,16 +84,21 @@ class LayerThread {
     bool backward;
   };
 
-  void ApplyStep(const Step& step);  // a queued step: on the layer's thread, or here if none could start
+  void ApplyStep(const Step& step);  // a queued step, on whichever thread applies its batch
   void ApplyNow(const Event& event, uint64_t index, const AutogradStamp& stamp);
-  void Hand();                       // pending_ to the queue (waiting while it is full); starts the thread
+  // Takes the oldest queued batch and applies it outside the lock; `lock` holds mutex_, the queue is not empty and no
+  // batch is being applied.
+  void ApplyOldest(std::unique_lock<std::mutex>& lock);
+  void Hand();                       // pending_ to the queue (making room first while it is full); starts the thread
   bool StartThread();                // false if the process could not start one (the layer then runs inline)
-  void Run();                        // the layer's thread
-  void Wait();                       // until the queue is empty and the thread idle
+  void Run();                        // the layer's own thread
+  void Wait();                       // until the queue is empty and no batch is being applied
 
   AllocatorLayer layer_;
   absl::flat_hash_map<int32_t, uint32_t> passes_at_allocated_peak_;  // per device
-  bool threaded_;
+  // The scan's thread only: kInline once RunInline() was called or no thread could start.
+  Mode mode_;
+  const bool shared_;  // made kShared: other threads may apply batches (read by them, so never changed)
 
   // The scan's thread only:
   std::vector<Step> pending_;
@@ -92,9 +107,9 @@ class LayerThread {
   std::condition_variable changed_;
   // Guarded by mutex_:
   std::deque<std::vector<Step>> queue_;
-  bool busy_ = false;   // the layer's thread is applying a batch it took off the queue
+  bool busy_ = false;   // a thread is applying a batch it took off the queue
   bool stop_ = false;
-  std::vector<std::vector<Step>> spare_;  // batches the layer's thread is done with
+  std::vector<std::vector<Step>> spare_;  // batches already applied, for reuse
 
   std::thread thread_;
 };

@@ -291,7 +291,8 @@ int Main(int argc, char** argv) {
   // PyTorch's allocator layer on the model's thread and on its own (AnalyzeOptions::layer_thread; the default picks
   // by the machine's cores).
   for (const auto& [threading, what] : {std::pair{LayerThreading::kInline, "  the layer on the model's thread:"},
-                                        std::pair{LayerThreading::kOwnThread, "  the layer on its own thread:    "}}) {
+                                        std::pair{LayerThreading::kOwnThread, "  the layer on its own thread:    "},
+                                        std::pair{LayerThreading::kShared, "  the layer shared with the reader:"}}) {
     AnalyzeOptions options;
     options.layer_thread = threading;
     timer = ReadTimer();

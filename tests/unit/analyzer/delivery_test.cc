@@ -2,8 +2,11 @@
 // the same order, as one called on the reader's thread, and the same ReadStats come back; also when the trace is
 // damaged or cut off. Events are logged one by one: the chunks they come in may differ, and visitors must not rely
 // on them.
+#include <chrono>
 #include <filesystem>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -134,6 +137,43 @@ TEST(Delivery, SameOnBothThreadsWhenCutOffOrDamaged) {
   EXPECT_FALSE(ReadWith(text, DeliveryThread::kSecond).status.ok());
   EXPECT_TRUE(ReadWith(text, DeliveryThread::kSecond).lines.empty());
   ExpectSameOnBothThreads(text);
+}
+
+// While the visitor's thread is behind, the reader's thread offers its time (HelpWhileReaderWaits) before it
+// waits, and only then: never on the visitor's thread, never with the second thread off.
+class SlowVisitor : public TraceVisitor {
+ public:
+  void OnEvents(absl::Span<const Event> events) override {
+    visitor_thread = std::this_thread::get_id();
+    events_ += events.size();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // far slower than decoding a chunk
+  }
+  bool HelpWhileReaderWaits() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++help_calls;
+    if (std::this_thread::get_id() != reader_thread) ++help_calls_elsewhere;
+    return help_calls % 2 == 0;  // work half the time: the reader asks again, and else waits
+  }
+  std::thread::id reader_thread = std::this_thread::get_id();
+  std::thread::id visitor_thread;
+  uint64_t events_ = 0;
+  std::mutex mutex_;
+  uint64_t help_calls = 0;
+  uint64_t help_calls_elsewhere = 0;
+};
+
+TEST(Delivery, TheReadersThreadHelpsWhileTheVisitorIsBehind) {
+  const std::string path = LongTrace().Write("delivery_help.pb");
+  SlowVisitor second;
+  ASSERT_TRUE(ReadTrace(path, second, nullptr, DeliveryThread::kSecond).ok());
+  EXPECT_EQ(second.events_, 36000u);
+  EXPECT_NE(second.visitor_thread, second.reader_thread);
+  EXPECT_GT(second.help_calls, 0u);
+  EXPECT_EQ(second.help_calls_elsewhere, 0u);
+  SlowVisitor same;
+  ASSERT_TRUE(ReadTrace(path, same, nullptr, DeliveryThread::kSame).ok());
+  EXPECT_EQ(same.events_, 36000u);
+  EXPECT_EQ(same.help_calls, 0u);
 }
 
 // Every real trace in examples/ (PyTorch, CuPy, JAX, CUDA C++; several formats; NVTX phases; an OOM).

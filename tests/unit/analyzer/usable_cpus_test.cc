@@ -88,13 +88,18 @@ TEST(UsableCpus, TheReadersSecondThreadNeedsTwoCpus) {
   });
 }
 
-// Three busy threads on two CPUs only take turns: the layer runs inline there however many the machine has.
+// Three busy threads on two CPUs only take turns: there the reader's thread applies the layer's batches while it
+// waits (kShared); on one CPU nothing overlaps, and the layer runs inline. Asked for, a mode is what it is.
 TEST(UsableCpus, TheLayersThreadNeedsThreeCpusToRunOn) {
+  using Mode = LayerThread::Mode;
   WithCpus(2, [] {
-    EXPECT_FALSE(ScanPass::LayerThreadWanted(LayerThreading::kAuto));
-    EXPECT_TRUE(ScanPass::LayerThreadWanted(LayerThreading::kOwnThread));
-    EXPECT_FALSE(ScanPass::LayerThreadWanted(LayerThreading::kInline));
+    if (UsableCpus() < 2) GTEST_SKIP() << "a CPU quota allows this process less than two CPUs";
+    EXPECT_EQ(ScanPass::LayerThreadMode(LayerThreading::kAuto), Mode::kShared);
+    EXPECT_EQ(ScanPass::LayerThreadMode(LayerThreading::kOwnThread), Mode::kOwnThread);
+    EXPECT_EQ(ScanPass::LayerThreadMode(LayerThreading::kShared), Mode::kShared);
+    EXPECT_EQ(ScanPass::LayerThreadMode(LayerThreading::kInline), Mode::kInline);
   });
+  WithCpus(1, [] { EXPECT_EQ(ScanPass::LayerThreadMode(LayerThreading::kAuto), Mode::kInline); });
 }
 
 }  // namespace
