@@ -3,6 +3,7 @@
 // damaged or cut off. Events are logged one by one: the chunks they come in may differ, and visitors must not rely
 // on them.
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <mutex>
 #include <string>
@@ -140,24 +141,33 @@ TEST(Delivery, SameOnBothThreadsWhenCutOffOrDamaged) {
 }
 
 // While the visitor's thread is behind, the reader's thread offers its time (HelpWhileReaderWaits) before it
-// waits, and only then: never on the visitor's thread, never with the second thread off.
+// waits, and only then: never on the visitor's thread, never with the second thread off. The visitor holds its first
+// chunk until it is offered help, so the reader fills the queue and must wait (36 000 events: four full chunks
+// queued, a fifth to hand); a reader that never offers it fails the test after 20 s instead of hanging.
 class SlowVisitor : public TraceVisitor {
  public:
   void OnEvents(absl::Span<const Event> events) override {
     visitor_thread = std::this_thread::get_id();
+    if (events_ == 0) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      helped_.wait_for(lock, std::chrono::seconds(20), [&] { return help_calls > 0; });
+    }
     events_ += events.size();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // far slower than decoding a chunk
   }
   bool HelpWhileReaderWaits() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++help_calls;
-    if (std::this_thread::get_id() != reader_thread) ++help_calls_elsewhere;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++help_calls;
+      if (std::this_thread::get_id() != reader_thread) ++help_calls_elsewhere;
+    }
+    helped_.notify_all();
     return help_calls % 2 == 0;  // work half the time: the reader asks again, and else waits
   }
   std::thread::id reader_thread = std::this_thread::get_id();
   std::thread::id visitor_thread;
   uint64_t events_ = 0;
   std::mutex mutex_;
+  std::condition_variable helped_;
   uint64_t help_calls = 0;
   uint64_t help_calls_elsewhere = 0;
 };
@@ -171,9 +181,10 @@ TEST(Delivery, TheReadersThreadHelpsWhileTheVisitorIsBehind) {
   EXPECT_GT(second.help_calls, 0u);
   EXPECT_EQ(second.help_calls_elsewhere, 0u);
   SlowVisitor same;
+  same.help_calls = 1;  // nothing to wait for on one thread
   ASSERT_TRUE(ReadTrace(path, same, nullptr, DeliveryThread::kSame).ok());
   EXPECT_EQ(same.events_, 36000u);
-  EXPECT_EQ(same.help_calls, 0u);
+  EXPECT_EQ(same.help_calls, 1u);
 }
 
 // Every real trace in examples/ (PyTorch, CuPy, JAX, CUDA C++; several formats; NVTX phases; an OOM).
