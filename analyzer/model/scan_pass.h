@@ -108,7 +108,8 @@ class ScanPass : public MetadataVisitor {
   DriverMemoryTracker driver_;
   PhaseTracker phases_{options_.phase_filter};
   EventStamp last_event_;  // the last event replayed while phases_ was not active
-  // PyTorch's allocator, replayed on a thread of its own where the machine has a core to spare for it.
+  // PyTorch's allocator, replayed on a thread of its own where the machine has a core to spare for it, else by the
+  // reader's thread while it waits (two CPUs) or inline (LayerThreadMode).
   LayerThread layer_{LayerThreadMode(options_.layer_thread)};
   AutogradPasses autograd_;
   std::vector<ThreadScan> threads_;  // by thread index

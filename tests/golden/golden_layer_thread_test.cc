@@ -1,8 +1,9 @@
 // PyTorch's allocator replayed on a thread of its own, or by the reader's thread while it waits (LayerThread's
-// kOwnThread and kShared, model/torch/layer_thread.h), must change nothing a report says: on every example trace, the summary (peaks with what was live, leaks, failed allocations and OOMs with the
-// allocator's figures, the autograd judgement, the phases) is the same byte for byte as with the replay on the
-// model's thread. The examples with PyTorch's layer have up to 60 000 allocator rows: many batches handed over, and
-// waits at OOMs, at the allocator's attachment and, with NVTX ranges or found phases, the switch to running inline.
+// kOwnThread and kShared, model/torch/layer_thread.h), must change nothing a report says: on every example trace, the
+// summary (peaks with what was live, leaks, failed allocations and OOMs with the allocator's figures, the autograd
+// judgement, the phases) is the same byte for byte as with the replay on the model's thread. The examples with
+// PyTorch's layer have up to 60 000 allocator rows: many batches handed over, and waits at OOMs, at the allocator's
+// attachment and, with NVTX ranges or found phases, the switch to running inline.
 #include <algorithm>
 #include <string>
 
