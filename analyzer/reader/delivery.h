@@ -6,7 +6,9 @@
 // The visitor sees the same metadata and events in the same order as without it, from one thread at a time, and
 // every call has been made when Finish() returns: a visitor needs no locks and cannot tell the difference. Only
 // the events' chunks differ (OnEvents spans are as long as the reader had ready, which visitors must not rely on):
-// they are copied out of the reader's buffers (which it reuses) into chunks of up to kChunkEvents.
+// they are copied out of the reader's buffers (which it reuses) into chunks of up to kChunkEvents. The one call
+// made on the reader's thread is TraceVisitor::HelpWhileReaderWaits, while the visitor's thread is behind: a visitor
+// that does work there guards it itself (ScanPass: LayerThread's shared mode).
 //
 // Memory: the second thread is at most kMaxQueuedChunks chunks (about 1 MiB each) behind the reader.
 #ifndef CUMEMTRACE_ANALYZER_READER_DELIVERY_H_

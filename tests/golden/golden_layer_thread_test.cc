@@ -3,7 +3,9 @@
 // summary (peaks with what was live, leaks, failed allocations and OOMs with the allocator's figures, the autograd
 // judgement, the phases) is the same byte for byte as with the replay on the model's thread. The examples with
 // PyTorch's layer have up to 60 000 allocator rows: many batches handed over, and waits at OOMs, at the allocator's
-// attachment and, with NVTX ranges or found phases, the switch to running inline.
+// attachment and, with NVTX ranges or found phases, the switch to running inline. Shared, how many batches the
+// reader's thread applies depends on the scheduler (none with one CPU, where the reader has no second thread): the
+// layer thread's unit test makes the help certain; this one checks the reports whoever applied them.
 #include <algorithm>
 #include <string>
 

@@ -63,7 +63,7 @@ void LayerThread::ApplyNow(const Event& e, uint64_t index, const AutogradStamp& 
   }
 }
 
-void LayerThread::ApplyOldest(std::unique_lock<std::mutex>& lock) {
+void LayerThread::ApplyOldest(std::unique_lock<std::mutex>& lock) noexcept {
   std::vector<Step> batch = std::move(queue_.front());
   queue_.pop_front();
   busy_ = true;

@@ -61,7 +61,7 @@ class LayerThread {
   // layer's thread.
   uint32_t PassesAtAllocatedPeak(int32_t device);
   // kShared, from any thread: applies the oldest queued batch, if there is one and no other thread is applying one;
-  // returns whether it did. Never waits.
+  // returns whether it did. Never waits for another thread (it takes the lock, and applies a whole batch).
   bool HelpOnce();
 
  private:
@@ -87,8 +87,9 @@ class LayerThread {
   void ApplyStep(const Step& step);  // a queued step, on whichever thread applies its batch
   void ApplyNow(const Event& event, uint64_t index, const AutogradStamp& stamp);
   // Takes the oldest queued batch and applies it outside the lock; `lock` holds mutex_, the queue is not empty and no
-  // batch is being applied.
-  void ApplyOldest(std::unique_lock<std::mutex>& lock);
+  // batch is being applied. noexcept: a throw (no memory) in the middle would leave busy_ set and every other thread
+  // waiting for ever; it ends the process instead, as it did on the layer's own thread.
+  void ApplyOldest(std::unique_lock<std::mutex>& lock) noexcept;
   void Hand();                       // pending_ to the queue (making room first while it is full); starts the thread
   bool StartThread();                // false if the process could not start one (the layer then runs inline)
   void Run();                        // the layer's own thread

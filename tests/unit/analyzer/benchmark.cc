@@ -292,7 +292,7 @@ int Main(int argc, char** argv) {
   // by the machine's cores).
   for (const auto& [threading, what] : {std::pair{LayerThreading::kInline, "  the layer on the model's thread:"},
                                         std::pair{LayerThreading::kOwnThread, "  the layer on its own thread:    "},
-                                        std::pair{LayerThreading::kShared, "  the layer shared with the reader:"}}) {
+                                        std::pair{LayerThreading::kShared, "  the layer shared with reader:   "}}) {
     AnalyzeOptions options;
     options.layer_thread = threading;
     timer = ReadTimer();
