@@ -27,6 +27,10 @@ for lib in libdw.so.1 libelf.so.1; do
   cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')" "$bundle/preload/$lib"
 done
 cp "$build_dir/analyzer/cumem-analyze" "$build_dir/tests/unit/analyzer/analyzer_benchmark" "$bundle/analyzer/"
+# Debug information only (the symbol tables stay, for perf and backtraces there): with it the bundle is over 100 MB,
+# more than the device tool carries (64 MiB).
+strip --strip-debug "$bundle/analyzer/cumem-analyze" "$bundle/analyzer/analyzer_benchmark" \
+  "$bundle/preload/libcumemtrace.so"
 lib_dir=$bundle/analyzer/lib
 # Everything the analyzer links except the C library itself, which must be the machine's own.
 ldd "$build_dir/analyzer/cumem-analyze" | awk '/=> \// {print $3}' |
