@@ -95,6 +95,11 @@ std::string Fingerprint(LayerThread& thread) {
   return out.str();
 }
 
+// Applies `sequence.items[from, to)`.
+void ApplyRange(LayerThread& thread, const Sequence& sequence, size_t from, size_t to) {
+  for (size_t i = from; i < to; ++i) thread.Apply(sequence.items[i].event, i, sequence.items[i].stamp);
+}
+
 struct Replayed {
   std::string state;
   uint64_t helped = 0;  // batches the helpers applied
@@ -112,8 +117,7 @@ Replayed Replay(const Sequence& sequence, Mode mode, int helpers) {
       }
     });
   }
-  uint64_t index = 0;
-  for (const Sequence::Item& item : sequence.items) thread.Apply(item.event, index++, item.stamp);
+  ApplyRange(thread, sequence, 0, sequence.items.size());
   Replayed r{Fingerprint(thread), 0};
   done.store(true);
   for (std::thread& t : threads) t.join();
@@ -136,11 +140,6 @@ TEST(LayerThread, EveryWayOfApplyingEndsInTheInlineState) {
     EXPECT_EQ(Replay(sequence, Mode::kShared, 1).state, inline_state);
     EXPECT_EQ(Replay(sequence, Mode::kShared, 2).state, inline_state);  // helpers never apply two batches at once
   }
-}
-
-// Applies `sequence.items[from, to)`.
-void ApplyRange(LayerThread& thread, const Sequence& sequence, size_t from, size_t to) {
-  for (size_t i = from; i < to; ++i) thread.Apply(sequence.items[i].event, i, sequence.items[i].stamp);
 }
 
 // Help comes from another thread, takes the oldest batch (once two are queued and nobody applies one), and leaves
