@@ -158,6 +158,8 @@ void ReadConfig(Config* config) {
   config->python_frames = PythonFramesWanted();
   const char* torch_blocks = getenv("CUMEMTRACE_TORCH_BLOCKS");
   config->torch_blocks = torch_blocks == nullptr || strcmp(torch_blocks, "0") != 0;
+  const char* tsc = getenv("CUMEMTRACE_TSC");
+  config->tsc = tsc == nullptr || strcmp(tsc, "0") != 0;
   const char* compress = getenv("CUMEMTRACE_COMPRESS");
   config->compress = compress == nullptr || strcmp(compress, "0") != 0;
   const char* resolution = getenv("CUMEMTRACE_TIME_RESOLUTION");

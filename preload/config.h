@@ -59,6 +59,7 @@ struct Config {
   bool python_frames = true;
   bool torch_blocks = true;
   bool quiet = false;
+  bool tsc = true;  // times from the CPU's counter where the kernel's clock is on it (clock.h; CUMEMTRACE_TSC=0: never)
   bool compress = true;  // event batches compressed with zstd when libzstd.so.1 loads (CUMEMTRACE_COMPRESS=0: never)
   uint64_t time_unit_ns = 1;  // events' times are written to this resolution (CUMEMTRACE_TIME_RESOLUTION)
   int rank = -1;  // -1: unset or not a number

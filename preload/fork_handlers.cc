@@ -33,6 +33,7 @@ void ResetForForkedChildLocked() {
   pthread_cond_t fresh = PTHREAD_COND_INITIALIZER;
   g_output.flusher_wake = fresh;
   g_health.ResetForForkedChild();
+  ResetClockHealth();
   g_tables.notices_written = 0;
   g_tables.strings.Reset();  // string and Python frame ids start again in the child's trace
   g_tables.python_frames.Reset();

@@ -15,6 +15,7 @@
 #include <atomic>
 
 #include "preload/byte_buffer.h"
+#include "preload/clock.h"
 #include "preload/config.h"
 #include "preload/driver_helpers.h"
 #include "preload/health_counters.h"
@@ -99,12 +100,6 @@ extern RecordingTables g_tables;
 extern TraceOutput g_output;
 extern LoadedModules g_modules;
 extern HealthCounters g_health;
-
-inline int64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 // Native frames of a PyTorch block allocation made from Python: never more than the depth of every other stack.
 inline int TorchStackDepth() {

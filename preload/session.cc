@@ -179,6 +179,10 @@ void FinishTrace() {
     t.bytes_written = sink.bytes_written();
     t.stack_nodes = g_output.stacks.node_count();
     t.end_time_ns = NowNs();
+    const ClockHealth clock = ClockHealthNow();
+    t.clock_calibrations = clock.calibrations;
+    t.clock_max_error_ns = clock.max_error_ns;
+    t.clock_steps = clock.steps;
     // One more copy of what a reader needs of the header, far from the header in all but the smallest traces.
     if (!WriteHeaderCopy(out, g_output.header_copy)) out->ClearError();
     if (WriteTrailer(out, t) && !sink.Write(out->data(), out->size()) && sink.failed()) {
@@ -243,6 +247,7 @@ void Start() {
     pthread_mutex_unlock(&g_locks.start);
     return;
   }
+  StartClock(g_session.config.tsc);
   g_session.start_ns = NowNs();
   g_tables.sampler.Reset(static_cast<int64_t>(g_session.config.sample_ms) * 1000000);
   ResetGpuProcessSampling(static_cast<int64_t>(g_session.config.process_sample_ms) * 1000000);

@@ -7,6 +7,7 @@
 
 #include <atomic>
 
+#include "preload/clock.h"
 #include "preload/elf_symbols.h"
 #include "preload/module_map.h"
 #include "preload/recorder.h"
@@ -234,11 +235,9 @@ int Attach(const ModuleEntry& c10, uint64_t seq) {
     return kIdle;
   }
   t_attaching = true;  // this thread's next entry is the segment being allocated: it proves the layout
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
   AllocatorAttachRecord attach{};
   attach.after_seq = seq;
-  attach.time_ns = static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+  attach.time_ns = NowNs();
   attach.library = c10.path;
   attach.devices = devices;
   attach.config = AllocatorConfig();

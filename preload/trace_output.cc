@@ -190,8 +190,10 @@ void* FlusherMain(void*) {
       wait = pthread_cond_timedwait(&g_output.flusher_wake, &g_locks.record, &deadline);
     }
     if (g_output.stop_flusher || !g_session.running()) break;
+    CalibrateClockLocked();
     if (wait == ETIMEDOUT) {
       pthread_mutex_unlock(&g_locks.record);
+      RecheckClocksource();
       if (RefreshModules() > 0) RetryPythonLookup();
       SampleGpuProcesses(NowNs(), WriteSampledProcesses);  // NVML is slow: never on the program's threads
       pthread_mutex_lock(&g_locks.record);

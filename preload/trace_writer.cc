@@ -401,6 +401,9 @@ bool WriteTrailer(ByteBuffer* out, const TrailerRecord& t) {
   e.Uint64(tf::kRecorderStackNs, t.recorder_stack_ns);
   e.Uint64(tf::kWriterTimeNs, t.writer_time_ns);
   e.Uint64(tf::kStalledSeals, t.stalled_seals);
+  e.Uint64(tf::kClockCalibrations, t.clock_calibrations);
+  e.Uint64(tf::kClockMaxErrorNs, t.clock_max_error_ns);
+  e.Uint64(tf::kClockSteps, t.clock_steps);
   return p.Finish();
 }
 

@@ -66,6 +66,9 @@ struct TrailerRecord {
   uint64_t dropped_frames;
   uint64_t allocator_events;
   uint64_t allocator_ignored;
+  uint64_t clock_calibrations;  // clock.h's ClockHealth
+  uint64_t clock_max_error_ns;
+  uint64_t clock_steps;
 };
 
 // trace.proto's AllocatorAttach: PyTorch's caching allocator was reached (preload/torch_tracker.cc).

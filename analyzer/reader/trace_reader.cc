@@ -100,6 +100,9 @@ TrailerInfo Convert(const pb::Trailer& t) {
   out.recorder_stack_ns = t.recorder_stack_ns();
   out.writer_time_ns = t.writer_time_ns();
   out.stalled_seals = t.stalled_seals();
+  out.clock_calibrations = t.clock_calibrations();
+  out.clock_max_error_ns = t.clock_max_error_ns();
+  out.clock_steps = t.clock_steps();
   return out;
 }
 

@@ -182,6 +182,9 @@ struct TrailerInfo {
   uint64_t flushes = 0;
   uint64_t writer_time_ns = 0;  // encoding and writing the buffered events, on any thread (trace.proto)
   uint64_t stalled_seals = 0;
+  uint64_t clock_calibrations = 0;  // the preload's time-stamp counter scales (trace.proto); 0: clock_gettime
+  uint64_t clock_max_error_ns = 0;
+  uint64_t clock_steps = 0;
   uint64_t python_stacks = 0;
   uint64_t python_failures = 0;
   uint64_t memory_samples = 0;

@@ -584,6 +584,9 @@ TEST_F(EncoderConformance, CuptiRowsAndNewTrailerCounters) {
   t.recorder_stack_ns = 21;
   t.writer_time_ns = 22;
   t.stalled_seals = 23;
+  t.clock_calibrations = 24;
+  t.clock_max_error_ns = 25;
+  t.clock_steps = 26;
   ASSERT_TRUE(WriteTrailer(&buffer_, t));
   const auto tr = OnlyPacket().trailer();
   EXPECT_EQ(tr.python_stacks(), 11u);
@@ -597,6 +600,9 @@ TEST_F(EncoderConformance, CuptiRowsAndNewTrailerCounters) {
   EXPECT_EQ(tr.recorder_stack_ns(), 21u);
   EXPECT_EQ(tr.writer_time_ns(), 22u);
   EXPECT_EQ(tr.stalled_seals(), 23u);
+  EXPECT_EQ(tr.clock_calibrations(), 24u);
+  EXPECT_EQ(tr.clock_max_error_ns(), 25u);
+  EXPECT_EQ(tr.clock_steps(), 26u);
 }
 
 TEST_F(EncoderConformance, TorchAllocatorEventsAttachAndCounters) {

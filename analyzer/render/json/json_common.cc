@@ -212,6 +212,9 @@ void WriteHealth(JsonWriter& w, const Overview& o) {
   trailer_field("flushes", t.flushes);
   trailer_field("writer_time_ns", t.writer_time_ns);
   trailer_field("stalled_seals", t.stalled_seals);
+  trailer_field("clock_calibrations", t.clock_calibrations);
+  trailer_field("clock_max_error_ns", t.clock_max_error_ns);
+  trailer_field("clock_steps", t.clock_steps);
   trailer_field("python_stacks", t.python_stacks);
   trailer_field("python_failures", t.python_failures);
   trailer_field("memory_samples", t.memory_samples);

@@ -603,6 +603,9 @@ TEST(ReaderMetadata, EverythingArrivesInFileOrder) {
   EXPECT_EQ(r.trailer.recorder_stack_ns, 2004u);
   EXPECT_EQ(r.trailer.writer_time_ns, 2005u);
   EXPECT_EQ(r.trailer.stalled_seals, 2006u);
+  EXPECT_EQ(r.trailer.clock_calibrations, 2007u);
+  EXPECT_EQ(r.trailer.clock_max_error_ns, 2008u);
+  EXPECT_EQ(r.trailer.clock_steps, 2009u);
   EXPECT_TRUE(stats.has_trailer);
   EXPECT_FALSE(stats.truncated);
   EXPECT_EQ(stats.packets, 13u);

@@ -305,6 +305,9 @@ TraceBuilder& TraceBuilder::Trailer(uint64_t events, int64_t end_time_ns) {
   t->set_flushes(3);
   t->set_writer_time_ns(2005);
   t->set_stalled_seals(2006);
+  t->set_clock_calibrations(2007);
+  t->set_clock_max_error_ns(2008);
+  t->set_clock_steps(2009);
   return Packet(p);
 }
 
