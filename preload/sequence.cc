@@ -58,12 +58,12 @@ uint64_t TakePendingSequence() {
   Pending& p = t_pending;
   if (p.count == 0) p.slot = ClaimSlot(g_next.load(std::memory_order_seq_cst), p.slot);
   const uint64_t seq = g_next.fetch_add(1, std::memory_order_seq_cst);
-  if (p.count < kMaxPendingPerThread) {
-    p.seq[p.count++] = seq;
-    Publish(p);
-  }
-  // Else the slot keeps an older (smaller) number: the mark waits for it. If this one outlives them all, the reader
-  // sees it arrive late and says so.
+  // The slot keeps the bound it was claimed with, at most every number this thread holds: publishing the lowest
+  // one exactly would cost another locked store on every free (a few ns of the hook's fixed cost) and only lets the
+  // mark pass numbers taken between the claim and here. SequenceDone publishes it where numbers stay pending.
+  // Beyond kMaxPendingPerThread the number is not kept: the mark waits for the older ones; if this one outlives
+  // them all, the reader sees it arrive late and says so.
+  if (p.count < kMaxPendingPerThread) p.seq[p.count++] = seq;
   return seq;
 }
 
@@ -73,7 +73,9 @@ void SequenceDone(uint64_t seq) {
     if (p.seq[i] != seq) continue;
     p.seq[i] = p.seq[--p.count];
     if (p.count == 0) {
-      g_slot[p.slot].store(0, std::memory_order_seq_cst);
+      // A release store, not a locked one: a CompleteBelow() that reads this 0 then sees the event's append (made
+      // before, under the recorder's lock), and one that reads the bound still only holds the mark back.
+      g_slot[p.slot].store(0, std::memory_order_release);
     } else {
       Publish(p);
     }

@@ -10,8 +10,10 @@
 //
 // Correctness: a thread publishes a lower bound of its number (the counter's current value) in its slot before it
 // takes the number, and clears the slot only after the event is appended under the recorder's lock. CompleteBelow()
-// reads the counter first and the slots second (all sequentially consistent), so any number below its result was
-// either appended already or never will be. Allocations take their number under the recorder's lock right before
+// reads the counter first and the slots second; those reads, the bound's store and the counter's increment are
+// sequentially consistent, and the clear is a release: so any number below its result was either appended already
+// or never will be. The slot keeps the bound it was claimed with until the thread's last pending number is done
+// (two locked instructions per free: the claim and the increment). Allocations take their number under the recorder's lock right before
 // they are appended: they are never pending.
 //
 // Never: allocate, lock, or block. A thread holds at most kMaxPendingPerThread numbers at once (a runtime free
