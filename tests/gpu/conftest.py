@@ -40,6 +40,8 @@ def _alloc_conf(value):
 # workloads/ or "native:<program>" (built with nvcc on first use, see NATIVE).
 WORKLOADS = {
     "torch_train": ("torch_train_pinned.py", {}, [], 240),
+    "clock": ("clock_brackets.py", {}, [], 60),
+    "clock_tsc_off": ("clock_brackets.py", {"CUMEMTRACE_TSC": "0"}, [], 60),
     "leaky": ("native:leaky", {}, [], 120),
     "leaky_noreset": ("native:leaky", {}, ["--no-reset"], 120),
     "leaky_shared": ("native:leaky_shared", {}, [], 60),
