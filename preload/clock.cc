@@ -113,7 +113,7 @@ void CalibrateClockLocked() {
     const uint64_t size = static_cast<uint64_t>(error < 0 ? -error : error);
     if (size > g_health.max_error_ns) g_health.max_error_ns = size;
     if (size > static_cast<uint64_t>(kMaxSlewNs)) ++g_health.steps;
-    ci::g_use_ticks.store(true, std::memory_order_relaxed);
+    ci::g_use_ticks.store(true, std::memory_order_release);  // a reader that sees it sees the scale
   }
   g_last_pair = now;
 #endif

@@ -93,7 +93,7 @@ inline int64_t MonotonicNs() {
 inline int64_t NowNs() {
 #if defined(__x86_64__)
   namespace ci = clock_internal;
-  if (ci::g_use_ticks.load(std::memory_order_relaxed)) {
+  if (ci::g_use_ticks.load(std::memory_order_acquire)) {  // pairs with the release after the first scale
     for (int attempt = 0; attempt < 4; ++attempt) {
       const uint32_t before = ci::g_sequence.load(std::memory_order_acquire);
       ClockScale scale{ci::g_ticks_base.load(std::memory_order_relaxed), ci::g_ns.load(std::memory_order_relaxed),
