@@ -24,14 +24,16 @@ namespace ci = clock_internal;
 // g_allowed is also cleared by the flush thread outside that lock.
 constinit std::atomic<bool> g_allowed{false};
 constinit bool g_started = false;
+constinit bool g_have_pair = false;
 constinit ClockPair g_last_pair{};
 constinit ClockHealth g_health{};
 
 #if defined(__x86_64__)
 // The tightest of a few (clock_gettime, rdtsc, clock_gettime) reads: the counter read lies between the two
-// clock reads, so their midpoint is off by at most half their distance.
-ClockPair ReadClockPair() {
-  ClockPair best{};
+// clock reads, so their midpoint is off by at most half their distance. Returns false where none was within
+// kMaxPairWidthNs (the thread was preempted every time): no pair then, and no calibration until the next wake.
+constexpr int64_t kMaxPairWidthNs = 1000;
+bool ReadClockPair(ClockPair* pair) {
   int64_t best_width = INT64_MAX;
   for (int attempt = 0; attempt < 5 && best_width > 200; ++attempt) {
     const int64_t before = MonotonicNs();
@@ -39,10 +41,10 @@ ClockPair ReadClockPair() {
     const int64_t after = MonotonicNs();
     if (after - before < best_width) {
       best_width = after - before;
-      best = ClockPair{ticks, before + best_width / 2};
+      *pair = ClockPair{ticks, before + best_width / 2};
     }
   }
-  return best;
+  return best_width <= kMaxPairWidthNs;
 }
 #endif
 
@@ -91,7 +93,7 @@ void StartClock(bool allowed) {
   const bool rdtsc_works = prctl(PR_GET_TSC, &tsc_mode, 0, 0, 0) != 0 || tsc_mode != PR_TSC_SIGSEGV;
   if (!allowed || !rdtsc_works || !ClocksourceIsTsc()) return;
   g_allowed.store(true, std::memory_order_relaxed);
-  g_last_pair = ReadClockPair();
+  g_have_pair = ReadClockPair(&g_last_pair);
 #else
   (void)allowed;
 #endif
@@ -100,8 +102,14 @@ void StartClock(bool allowed) {
 void CalibrateClockLocked() {
 #if defined(__x86_64__)
   if (!g_allowed.load(std::memory_order_relaxed)) return;
-  if (MonotonicNs() - g_last_pair.ns < kMinCalibrationNs) return;
-  const ClockPair now = ReadClockPair();
+  if (g_have_pair && MonotonicNs() - g_last_pair.ns < kMinCalibrationNs) return;
+  ClockPair now;
+  if (!ReadClockPair(&now)) return;
+  if (!g_have_pair) {  // the first pair was not read at the start: this one starts the interval
+    g_last_pair = now;
+    g_have_pair = true;
+    return;
+  }
   const bool in_use = ci::g_use_ticks.load(std::memory_order_relaxed);
   const ClockScale current{ci::g_ticks_base.load(std::memory_order_relaxed), ci::g_ns.load(std::memory_order_relaxed),
                            ci::g_ns_per_tick_fixed.load(std::memory_order_relaxed)};

@@ -10,7 +10,8 @@
 //
 // Staying on CLOCK_MONOTONIC: each new scale starts where the one before ends (so times never step back) and is set
 // to meet CLOCK_MONOTONIC at the next calibration, as NTP slews the kernel's clock; the difference found at a
-// calibration, before it is corrected, is the largest error of the times since the one before (ClockHealth).
+// calibration, before it is corrected, is the largest error of the times since the one before (ClockHealth), give or
+// take half the width of the two calibrations' own reads (each at most 1 us wide, else not taken).
 // A difference over kMaxSlewNs is not slewed but stepped.
 //
 // Never: allocate, lock or block. A reader of the scale retries while the flush thread publishes a new one (a
