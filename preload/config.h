@@ -12,7 +12,7 @@
 //   CUMEMTRACE_DISABLE      1: record nothing (the hooks only forward)
 //   CUMEMTRACE_FOLLOW_FORK  1: a forked child of a tracing process starts its own trace (default: it stops)
 //   CUMEMTRACE_FREE_STACKS  1: successful frees carry a stack too (default: stack 0; unwinding was 2/3 of the cost)
-//   CUMEMTRACE_FOLLOW_EXEC  1: exec'd children trace too (default: only the root process, CUMEMTRACE_ROOT_PID)
+//   CUMEMTRACE_FOLLOW_EXEC  1: programs a tracing process starts trace too (default: they stay passive; session.cc)
 //   CUMEMTRACE_SAMPLE_MS    driver free/total sampled per device at most this often (default 100; 0 = never)
 //   CUMEMTRACE_PROCESS_SAMPLE_MS  the processes on each GPU in use (NVML) listed this often, on the flush thread
 //                           (default 10000; 0 = only at failed allocations)

@@ -3,8 +3,8 @@
 // frames, registers the thread and device, appends the event and seals the batch when it is full. The flush thread
 // interns the stacks, encodes and writes the sealed batches, and what is buffered every CUMEMTRACE_FLUSH_MS; the trace is finished (symbols, trailer) at exit. Forked children
 // stop tracing cleanly, or with CUMEMTRACE_FOLLOW_FORK=1 start a trace of their own at their first event. Tracing
-// starts lazily at the first event, so processes that never allocate CUDA memory leave no file behind. Only the
-// root process (CUMEMTRACE_ROOT_PID) traces unless CUMEMTRACE_FOLLOW_EXEC=1: exec'd children stay passive.
+// starts lazily at the first event, so processes that never allocate CUDA memory leave no file behind. A program
+// started below a tracing process stays passive unless CUMEMTRACE_FOLLOW_EXEC=1 (session.cc).
 //
 // Never: call into Python or take the GIL; allocate from the program's heap on the event path; hold the lock
 // while unwinding or calling CUDA; change errno or anything else the program can see.

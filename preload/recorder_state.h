@@ -42,6 +42,7 @@ struct Session {
   int64_t start_ns = 0;
   bool forked_child = false;         // this process is a forked child that starts (or started) a trace of its own
   bool forked_before_start = false;  // forked from a process that had not started tracing yet
+  bool started_by_other = false;     // CUMEMTRACE_ROOT_PID named another process at load (session.cc)
   bool cupti_tried = false;          // CUMEMTRACE_CUPTI=1: StartCupti ran once in this process (or its parent)
   bool cupti_enabled = false;
   char cupti_failure[256] = "";

@@ -1,4 +1,4 @@
-// The life of this process's trace: whether this process traces at all (at load), starting at the first event
+// The life of this process's trace: whether this process traces at all, starting at the first event
 // (configuration, file, header), and finishing at exit (symbols, trailer).
 #include <dlfcn.h>
 #include <errno.h>
@@ -16,6 +16,7 @@
 #include "preload/log.h"
 #include "preload/unwind_memo.h"
 #include "preload/native_stack.h"
+#include "preload/process_tree.h"
 #include "preload/python_frames.h"
 #include "preload/recorder.h"
 #include "preload/recorder_state.h"
@@ -203,24 +204,39 @@ void FinishTrace() {
 }
 
 // Exec'd children: the first process that loads the preload records its pid in CUMEMTRACE_ROOT_PID (children
-// inherit it); a process that finds another pid there stays passive (hooks only forward) unless
-// CUMEMTRACE_FOLLOW_EXEC=1. A root process that execs keeps its pid and goes on tracing in the new image.
-void DecideRootOrPassive() {
+// inherit it); a process that finds its own pid there is a root that exec'd and goes on tracing in the new image.
+// One that finds another pid decides at its first event (StaysPassive), not here: whether the process that started
+// it traces is known only once that process made its own first call, if it ever does.
+void NoteRootPid() {
   char pid_text[24];
   FormatDecimal(getpid(), pid_text, sizeof(pid_text));
   const char* root = getenv("CUMEMTRACE_ROOT_PID");
-  const char* follow = getenv("CUMEMTRACE_FOLLOW_EXEC");
   if (root == nullptr || root[0] == '\0') {
     setenv("CUMEMTRACE_ROOT_PID", pid_text, 1);
-  } else if (strcmp(root, pid_text) != 0 && (follow == nullptr || strcmp(follow, "1") != 0)) {
-    g_session.Stop();
+  } else {
+    g_session.started_by_other = strcmp(root, pid_text) != 0;
   }
+}
+
+// A process started by another that loaded the preload records nothing when a process above it traces, unless
+// CUMEMTRACE_FOLLOW_EXEC=1: the program's helpers (compilers, nvidia-smi, multiprocessing's spawned workers) leave no
+// traces of their own. Started by one that never traced (LD_PRELOAD=... timeout 60 python train.py: timeout
+// allocates nothing), it traces. Where /proc cannot tell, it stays passive. Called under g_locks.start.
+bool StaysPassive() {
+  // A forked child of a process that traces follows CUMEMTRACE_FOLLOW_FORK instead (OpenTrace).
+  if (!g_session.started_by_other || g_session.forked_child) return false;
+  const char* follow = getenv("CUMEMTRACE_FOLLOW_EXEC");
+  if (follow != nullptr && strcmp(follow, "1") == 0) return false;
+  // Forked before its parent's first event: the rule is its parent's, whose own first event may come later (or
+  // came meanwhile: the parent's flush thread must not count against the child).
+  const pid_t from = g_session.forked_before_start ? getppid() : getpid();
+  return AncestorOf(from) != AncestorTracing::kNo;
 }
 
 __attribute__((constructor)) void OnLoad() {
   int saved_errno = errno;
   InstallForkHandlers();
-  DecideRootOrPassive();
+  NoteRootPid();
   // Looked up here, where no lock of the recorder is held: dlsym takes the loader's lock, and a thread inside
   // dlopen (holding it) may make the first CUDA call while another starts tracing. A Python loaded later is found
   // by the flush thread.
@@ -242,7 +258,7 @@ void Start() {
     return;
   }
   g_session.state.store(kStarting, std::memory_order_release);
-  if (!OpenTrace()) {
+  if (StaysPassive() || !OpenTrace()) {
     g_session.Stop();
     pthread_mutex_unlock(&g_locks.start);
     return;

@@ -5,12 +5,12 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <time.h>
 
 #include "preload/batch_compression.h"
 #include "preload/gpu_processes.h"
 #include "preload/log.h"
+#include "preload/process_tree.h"
 #include "preload/recorder.h"
 #include "preload/recorder_state.h"
 #include "preload/sequence.h"
@@ -179,7 +179,6 @@ timespec NextFlushDeadline() {
 // for newly loaded modules.
 void* FlusherMain(void*) {
   Self().in_recorder = 1;
-  prctl(PR_SET_NAME, "cumemtrace");
   RetryPythonLookup();  // for a Python loaded between this library's constructor and the start of tracing
   LoadBatchCompression();  // here, holding none of the preload's locks: dlopen takes the loader's lock
   pthread_mutex_lock(&g_locks.record);
@@ -225,6 +224,10 @@ void StartFlusher() {
   pthread_attr_setstacksize(&attr, 256 * 1024);
   if (pthread_create(&thread, &attr, FlusherMain, nullptr) != 0) {
     Warn("cannot start the flush thread; events reach the file only when a batch fills and at exit");
+  } else {
+    // Named before the program's first call returns: the name is how the programs it starts see that this process
+    // traces (process_tree.h). The thread runs until the trace is finished, so its handle stays valid here.
+    pthread_setname_np(thread, kFlushThreadName);
   }
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);

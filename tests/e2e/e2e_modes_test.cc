@@ -45,7 +45,10 @@ class ModesTest : public testing::Test {
   // Runs `program` and reads its ledger; the run's folder is removed at the end unless the test failed.
   RunResult Run(const std::string& program, std::vector<std::pair<std::string, std::string>> env = {},
                 bool preload = true) {
-    runs_.push_back(RunProgram({.program = program, .preload = preload, .env = std::move(env)}));
+    return Run(RunOptions{.program = program, .preload = preload, .env = std::move(env)});
+  }
+  RunResult Run(const RunOptions& options) {
+    runs_.push_back(RunProgram(options));
     RunResult& run = runs_.back();
     EXPECT_FALSE(run.timed_out) << run.Describe();
     EXPECT_EQ(run.term_signal, 0) << run.Describe();
@@ -211,6 +214,43 @@ TEST_F(ModesTest, FollowExecTracesTheExecdChild) {
   EXPECT_TRUE(traced_child.has_trailer);
   EXPECT_EQ(MultisetDifference(LedgerKeys(EntriesOfPid(LedgerOf(run), child), true), EventKeys(traced_child, true)),
             "");
+  const CollectedTrace parent = Trace(run, run.trace_path);
+  EXPECT_EQ(MultisetDifference(LedgerKeys(EntriesOfPid(LedgerOf(run), run.pid), true), EventKeys(parent, true)), "");
+}
+
+// A wrapper that loads the preload but never allocates (LD_PRELOAD=... timeout 60 python train.py) does not keep
+// the program it starts from tracing.
+TEST_F(ModesTest, ProgramStartedByAWrapperTraces) {
+  const RunResult run = Run(RunOptions{.program = "exec", .args = {"wrap"}});
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  EXPECT_TRUE(EntriesOfPid(LedgerOf(run), run.pid).empty()) << "the wrapper made driver calls";
+  EXPECT_FALSE(std::filesystem::exists(run.trace_path)) << run.Describe();
+  const std::set<int> children = OtherPids(LedgerOf(run), run.pid);
+  ASSERT_EQ(children.size(), 1u) << "the exec'd child made no driver calls";
+  const int child = *children.begin();
+  const CollectedTrace traced_child = Trace(run, run.dir + "/trace." + std::to_string(child) + ".pb");
+  EXPECT_EQ(traced_child.header.pid, child);
+  EXPECT_EQ(traced_child.header.ppid, run.pid);
+  EXPECT_TRUE(traced_child.has_trailer);
+  EXPECT_EQ(MultisetDifference(LedgerKeys(EntriesOfPid(LedgerOf(run), child), true), EventKeys(traced_child, true)),
+            "");
+}
+
+// A process that traces keeps the programs below it passive through a wrapper between them (a shell script it
+// runs), by default.
+TEST_F(ModesTest, ProgramBelowATracingProcessStaysPassiveThroughAWrapper) {
+  const RunResult run = Run(RunOptions{.program = "exec", .args = {"nested"}});
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  const std::set<int> others = OtherPids(LedgerOf(run), run.pid);
+  ASSERT_EQ(others.size(), 1u) << "the grandchild made no driver calls";
+  EXPECT_FALSE(std::filesystem::exists(run.dir + "/trace." + std::to_string(*others.begin()) + ".pb"))
+      << run.Describe();
+  size_t traces = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(run.dir)) {
+    traces += entry.path().extension() == ".pb";
+  }
+  EXPECT_EQ(traces, 1u) << run.Describe();
+  EXPECT_TRUE(StderrLines(run, "cumemtrace").empty()) << run.Describe();
   const CollectedTrace parent = Trace(run, run.trace_path);
   EXPECT_EQ(MultisetDifference(LedgerKeys(EntriesOfPid(LedgerOf(run), run.pid), true), EventKeys(parent, true)), "");
 }

@@ -1,8 +1,12 @@
 // End-to-end test program (m): exec. The parent allocates, forks a child that execs this program again with the
 // argument "child" (as a launcher script, torchrun or multiprocessing's spawn start their workers), waits for it,
 // and allocates more. The exec'd child allocates, frees, and exits normally. By default only the root process
-// traces (the child loads the preload, finds another pid in CUMEMTRACE_ROOT_PID and stays passive); with
+// traces (the child finds another pid in CUMEMTRACE_ROOT_PID and its parent tracing, and stays passive); with
 // CUMEMTRACE_FOLLOW_EXEC=1 the child writes its own trace.
+//
+// "wrap": the parent is a wrapper (timeout, bash, torchrun's launcher): it makes no CUDA call, starts the child and
+// exits with its status; the child traces. "nested": the parent allocates, then starts "middle", a wrapper that
+// starts the child; the child stays passive (a process above it traces).
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,19 +34,13 @@ int RunExecdChild() {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc > 1 && strcmp(argv[1], "child") == 0) return RunExecdChild();
-  E2E_CHECK_CU(cuInit(0));
-  CUdeviceptr a = 0;
-  E2E_CHECK_CU(cuMemAlloc(&a, 1 * e2e::kMiB));
-
+// Runs this program again with argument `role` in a child process and waits for it. Returns 0 when it exited
+// with 0, else fails.
+int RunAgain(char* self, const char* role) {
   const pid_t child = fork();
   E2E_CHECK(child >= 0);
   if (child == 0) {
-    char child_arg[] = "child";
-    char* child_argv[] = {argv[0], child_arg, nullptr};
+    char* child_argv[] = {self, const_cast<char*>(role), nullptr};
     execve("/proc/self/exe", child_argv, environ);
     _exit(127);
   }
@@ -52,6 +50,20 @@ int main(int argc, char** argv) {
     e2e::Fail(__FILE__, __LINE__, "exec'd child exited cleanly",
               WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status));
   }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* role = argc > 1 ? argv[1] : "";
+  if (strcmp(role, "child") == 0) return RunExecdChild();
+  if (strcmp(role, "wrap") == 0 || strcmp(role, "middle") == 0) return RunAgain(argv[0], "child");
+  E2E_CHECK_CU(cuInit(0));
+  CUdeviceptr a = 0;
+  E2E_CHECK_CU(cuMemAlloc(&a, 1 * e2e::kMiB));
+
+  RunAgain(argv[0], strcmp(role, "nested") == 0 ? "middle" : "child");
   CUdeviceptr b = 0;
   E2E_CHECK_CU(cuMemAlloc(&b, 2 * e2e::kMiB));
   E2E_CHECK_CU(cuMemFree(a));
