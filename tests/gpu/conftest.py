@@ -36,10 +36,13 @@ def _alloc_conf(value):
     return {"PYTORCH_CUDA_ALLOC_CONF": value, "PYTORCH_ALLOC_CONF": value}
 
 
-# name: (what runs, environment of both runs, extra arguments, timeout in s). What runs is a Python script of
-# workloads/ or "native:<program>" (built with nvcc on first use, see NATIVE).
+# name: (what runs, environment of both runs, extra arguments, timeout in s[, the command that runs it]). What runs
+# is a Python script of workloads/ or "native:<program>" (built with nvcc on first use, see NATIVE).
 WORKLOADS = {
     "torch_train": ("torch_train_pinned.py", {}, [], 240),
+    # Which processes trace (test_wrappers.py): under a wrapper that loads the preload, and a program that starts others.
+    "wrapped_timeout": ("wrapped.py", {}, [], 120, ["timeout", "300"]),
+    "wrapped_spawn": ("wrapped.py", {}, ["--spawn"], 180),
     "clock": ("clock_brackets.py", {}, [], 60),
     "clock_tsc_off": ("clock_brackets.py", {"CUMEMTRACE_TSC": "0"}, [], 60),
     "leaky": ("native:leaky", {}, [], 120),
@@ -228,7 +231,7 @@ class Suite(object):
     def run(self, name, traced=True):
         key = (name, traced)
         if key not in self.runs:
-            what, extra, args, timeout = WORKLOADS[name]
+            what, extra, args, timeout, *wrapper = WORKLOADS[name]
             tag = name if traced else name + "_plain"
             truth_path = os.path.join(self.work, tag + "_truth.json")
             trace_dir = os.path.join(self.work, "tr_" + tag)
@@ -239,7 +242,7 @@ class Suite(object):
                 os.makedirs(trace_dir, exist_ok=True)
                 env.update({"LD_PRELOAD": self.preload,
                             "CUMEMTRACE_OUTPUT": os.path.join(trace_dir, "trace.%p.pb")})
-            cmd = self.command(what, args, truth_path)
+            cmd = (wrapper[0] if wrapper else []) + self.command(what, args, truth_path)
             rc, output, seconds = self.execute(cmd, self.env(env), self.limit(timeout))
             with open(os.path.join(self.work, tag + ".out"), "w") as f:
                 f.write(output)
