@@ -1,11 +1,12 @@
 #include "preload/process_tree.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace cumemtrace::preload {
@@ -41,28 +42,42 @@ pid_t ParentOf(pid_t pid) {
   return static_cast<pid_t>(ppid);
 }
 
-// Whether one of `pid`'s threads is the preload's flush thread. Returns -1 when its threads cannot be listed.
+// Whether thread `tid` of `pid` is the flush thread, by the name /proc/<pid>/task/<tid>/comm gives (newline-ended).
+bool IsFlushThread(pid_t pid, const char* tid) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/task/%.20s/comm", static_cast<int>(pid), tid);
+  char comm[32];
+  const ssize_t n = ReadSmallFile(path, comm, sizeof(comm));
+  if (n <= 0) return false;  // the thread ended meanwhile
+  if (comm[n - 1] == '\n') comm[n - 1] = '\0';
+  return strcmp(comm, kFlushThreadName) == 0;
+}
+
+// Whether one of `pid`'s threads is the preload's flush thread. Returns -1 when its threads cannot be listed. Lists
+// them with getdents64 into a buffer on the stack, not opendir: this runs inside the program's first CUDA call,
+// which may come from anywhere, and takes nothing from the program's heap.
 int HasFlushThread(pid_t pid) {
   char path[64];
   snprintf(path, sizeof(path), "/proc/%d/task", static_cast<int>(pid));
-  DIR* tasks = opendir(path);
-  if (tasks == nullptr) return -1;
+  const int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  alignas(8) char entries[4096];
   int found = 0;
-  while (const dirent* entry = readdir(tasks)) {
-    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
-    const long tid = strtol(entry->d_name, nullptr, 10);
-    char comm_path[64];
-    snprintf(comm_path, sizeof(comm_path), "/proc/%d/task/%ld/comm", static_cast<int>(pid), tid);
-    char comm[32];
-    const ssize_t n = ReadSmallFile(comm_path, comm, sizeof(comm));
-    if (n <= 0) continue;  // the thread ended meanwhile
-    if (comm[n - 1] == '\n') comm[n - 1] = '\0';
-    if (strcmp(comm, kFlushThreadName) == 0) {
-      found = 1;
-      break;
+  while (found == 0) {
+    const long n = syscall(SYS_getdents64, fd, entries, sizeof(entries));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (long at = 0; at < n && found == 0;) {
+      // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name.
+      uint16_t length;
+      memcpy(&length, entries + at + 16, sizeof(length));
+      const char* name = entries + at + 19;
+      if (name[0] >= '0' && name[0] <= '9' && IsFlushThread(pid, name)) found = 1;
+      if (length == 0) break;
+      at += length;
     }
   }
-  closedir(tasks);
+  close(fd);
   return found;
 }
 
