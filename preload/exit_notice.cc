@@ -69,6 +69,15 @@ void FormatSize(uint64_t bytes, char* out, size_t out_size) {
   snprintf(out, out_size, "%.1f %s", value, kUnits[unit]);
 }
 
+void DisplayPath(const char* path, const char* created_in, const char* started_in, char* out, size_t out_size) {
+  const bool keep = path[0] == '/' || created_in[0] == '\0' || started_in[0] == '\0' ||
+                    strcmp(created_in, started_in) == 0;
+  const int n = keep ? snprintf(out, out_size, "%s", path)
+                     : snprintf(out, out_size, "%s%s%s", created_in,
+                                created_in[strlen(created_in) - 1] == '/' ? "" : "/", path);
+  if (n < 0 || static_cast<size_t>(n) >= out_size) snprintf(out, out_size, "%s", path);  // no room: as given
+}
+
 void FormatWroteLine(const char* path, uint64_t events, uint64_t bytes, char* out, size_t out_size) {
   char count[32];
   char size[32];

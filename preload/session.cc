@@ -127,6 +127,11 @@ void NoteCuptiUnavailableLocked() {
   }
 }
 
+// The working folder when the preload was loaded (the folder of the shell that started the program, as far as it
+// can be known), and the trace's path as the line at exit prints it (DisplayPath). "" where unknown.
+char g_started_in[kMaxPathBytes];
+char g_display_path[kMaxPathBytes];
+
 // Opens the trace file: the configuration is read here (a forked child keeps its parent's, with a file of its
 // own). Called under g_locks.start. Returns false when this process does not trace.
 bool OpenTrace() {
@@ -148,8 +153,14 @@ bool OpenTrace() {
                                     config.output_path, sizeof(config.output_path));
     if (!path_ok) Warn("no room for the forked child's pid in the trace path; not tracing process %d", getpid());
   }
-  return path_ok && !config.disabled && g_output.queue.Init(1 << 20) &&
-         g_output.sink.Open(config.output_path, config.overwrite);
+  if (!path_ok || config.disabled || !g_output.queue.Init(1 << 20) ||
+      !g_output.sink.Open(config.output_path, config.overwrite)) {
+    return false;
+  }
+  char created_in[kMaxPathBytes] = "";
+  if (config.output_path[0] != '/' && getcwd(created_in, sizeof(created_in)) == nullptr) created_in[0] = '\0';
+  DisplayPath(config.output_path, created_in, g_started_in, g_display_path, sizeof(g_display_path));
+  return true;
 }
 
 void FinishTrace() {
@@ -194,7 +205,7 @@ void FinishTrace() {
     const uint64_t events = g_health.writing.events;
     if (!g_session.config.quiet && events > 0) {  // say where the trace went; a process that traced nothing is silent
       char line[1024];
-      FormatWroteLine(g_session.config.output_path, events, sink.bytes_written(), line, sizeof(line));
+      FormatWroteLine(g_display_path, events, sink.bytes_written(), line, sizeof(line));
       Warn("%s", line);
     }
     pthread_mutex_unlock(&g_locks.io);
@@ -237,6 +248,7 @@ __attribute__((constructor)) void OnLoad() {
   int saved_errno = errno;
   InstallForkHandlers();
   NoteRootPid();
+  if (getcwd(g_started_in, sizeof(g_started_in)) == nullptr) g_started_in[0] = '\0';
   // Looked up here, where no lock of the recorder is held: dlsym takes the loader's lock, and a thread inside
   // dlopen (holding it) may make the first CUDA call while another starts tracing. A Python loaded later is found
   // by the flush thread.

@@ -50,6 +50,38 @@ TEST(E2eExitNotice, OneLineNamesTheTraceItsEventsAndTheCommand) {
   RemoveRunDir(run);
 }
 
+// A relative output path lands in the folder the program was in at its first CUDA call; the line gives the absolute
+// path when that is not the folder it was started in, so the command it prints works from there.
+TEST(E2eExitNotice, AProgramThatChangedItsFolderGetsTheAbsolutePath) {
+  const RunResult run = RunProgram({.program = "direct",
+                                    .env = {{"CUMEMTRACE_QUIET", "0"}, {"CUMEMTRACE_OUTPUT", "moved.%p.pb"}},
+                                    .args = {"elsewhere"}});
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  const std::string path = run.dir + "/elsewhere/moved." + std::to_string(run.pid) + ".pb";
+  const CollectedTrace trace = CollectTrace(path);
+  ASSERT_TRUE(trace.status.ok()) << trace.status << "\n" << run.Describe();
+  const std::vector<std::string> lines = WroteLines(run);
+  ASSERT_EQ(lines.size(), 1u) << run.Describe();
+  EXPECT_EQ(lines[0].rfind("cumemtrace: wrote " + path + " (", 0), 0u) << lines[0];
+  const std::string expected_end = "): cumem-analyze " + path;
+  ASSERT_GE(lines[0].size(), expected_end.size());
+  EXPECT_EQ(lines[0].substr(lines[0].size() - expected_end.size()), expected_end) << lines[0];
+  RemoveRunDir(run);
+}
+
+// The same relative path from a program that stays in its folder is printed as given.
+TEST(E2eExitNotice, ARelativePathIsPrintedAsGiven) {
+  const RunResult run = RunProgram({.program = "direct",
+                                    .env = {{"CUMEMTRACE_QUIET", "0"}, {"CUMEMTRACE_OUTPUT", "stayed.%p.pb"}}});
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  const std::string name = "stayed." + std::to_string(run.pid) + ".pb";
+  const std::vector<std::string> lines = WroteLines(run);
+  ASSERT_EQ(lines.size(), 1u) << run.Describe();
+  EXPECT_EQ(lines[0].rfind("cumemtrace: wrote " + name + " (", 0), 0u) << lines[0];
+  EXPECT_TRUE(CollectTrace(run.dir + "/" + name).status.ok()) << run.Describe();
+  RemoveRunDir(run);
+}
+
 TEST(E2eExitNotice, QuietSilencesIt) {
   const RunResult run = RunProgram({.program = "direct", .env = {{"CUMEMTRACE_QUIET", "1"}}});
   ASSERT_EQ(run.exit_code, 0) << run.Describe();

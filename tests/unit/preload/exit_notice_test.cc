@@ -45,6 +45,22 @@ TEST(ExitNoticeTest, SizesInDecimalUnits) {
   EXPECT_EQ(Size(5000000000ull), "5.0 GB");
 }
 
+std::string Display(const char* path, const char* created_in, const char* started_in, size_t size = 256) {
+  char out[256];
+  DisplayPath(path, created_in, started_in, out, size);
+  return out;
+}
+
+TEST(ExitNoticeTest, ARelativePathIsAbsoluteOnlyWhereTheProgramMovedAway) {
+  EXPECT_EQ(Display("run.pb", "/home/u/proj", "/home/u/proj"), "run.pb");
+  EXPECT_EQ(Display("run.pb", "/home/u/proj/outputs/12-00", "/home/u/proj"), "/home/u/proj/outputs/12-00/run.pb");
+  EXPECT_EQ(Display("t/run.pb", "/", "/home"), "/t/run.pb");
+  EXPECT_EQ(Display("/tmp/run.pb", "/a", "/b"), "/tmp/run.pb");  // absolute: as given
+  EXPECT_EQ(Display("run.pb", "", "/b"), "run.pb");               // a folder not known: as given
+  EXPECT_EQ(Display("run.pb", "/a", ""), "run.pb");
+  EXPECT_EQ(Display("run.pb", "/a/long/folder", "/b", 10), "run.pb");  // no room for the whole: as given
+}
+
 TEST(ExitNoticeTest, TheWholeLine) {
   EXPECT_EQ(Line("run.1234.pb", 56000, 1234567),
             "wrote run.1234.pb (56 000 events, 1.2 MB): cumem-analyze run.1234.pb");
