@@ -1,7 +1,9 @@
 """Which processes trace: a program started by a wrapper that loads the preload but never allocates traces
 (`LD_PRELOAD=... timeout 300 python wrapped.py`; it wrote no trace at all before the preload decided this at the
 first event), and the programs a traced program starts stay passive, through a shell and with a copy of the
-environment. Workload: wrapped.py."""
+environment; and a program that moves to another folder before its first CUDA call is told where its trace went.
+Workload: wrapped.py."""
+import json
 import os
 
 from tracekit import fmt_bytes, is_c10_device, to_int
@@ -32,3 +34,18 @@ def test_programs_a_traced_program_starts_stay_passive(suite, row):
         "%s; children rc %s" % (", ".join(files), [c["rc"] for c in children]), "==")
     assert len(children) == 2 and all(c["rc"] == 0 for c in children), children
     assert files == ["trace.%d.pb" % run.truth["pid"]], files
+
+
+def test_a_program_that_moved_is_told_the_absolute_path(suite, row):
+    """relative CUMEMTRACE_OUTPUT, program moves first (as under Hydra): the exit line gives the trace's absolute path"""
+    folder = os.path.join(suite.work, "wrapped_chdir_folder")
+    truth = os.path.join(suite.work, "wrapped_chdir_truth.json")
+    env = suite.env({"LD_PRELOAD": suite.preload, "CUMEMTRACE_OUTPUT": "moved.%p.pb", "CUMEMTRACE_QUIET": "0"})
+    rc, out, _ = suite.execute(suite.command("wrapped.py", ["--chdir", folder], truth), env, suite.limit(120))
+    assert rc == 0 and os.path.exists(truth), "rc %s:\n%s" % (rc, out[-3000:])
+    with open(truth) as f:
+        path = os.path.join(folder, "moved.%d.pb" % json.load(f)["pid"])
+    lines = [ln for ln in out.splitlines() if ln.startswith("cumemtrace: wrote ")]
+    row("cumemtrace: wrote %s (...)" % path, lines[0] if lines else "no such line", "starts with")
+    assert os.path.exists(path), "no trace at %s" % path
+    assert len(lines) == 1 and lines[0].startswith("cumemtrace: wrote %s (" % path), lines
