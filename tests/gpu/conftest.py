@@ -40,7 +40,8 @@ def _alloc_conf(value):
 # is a Python script of workloads/ or "native:<program>" (built with nvcc on first use, see NATIVE).
 WORKLOADS = {
     "torch_train": ("torch_train_pinned.py", {}, [], 240),
-    # Which processes trace (test_wrappers.py): under a wrapper that loads the preload, and a program that starts others.
+    # Which processes trace (test_wrappers.py): under a wrapper that loads the preload, and a program that starts
+    # others.
     "wrapped_timeout": ("wrapped.py", {}, [], 120, ["timeout", "300"]),
     "wrapped_spawn": ("wrapped.py", {}, ["--spawn"], 180),
     "clock": ("clock_brackets.py", {}, [], 60),

@@ -37,7 +37,7 @@ def test_programs_a_traced_program_starts_stay_passive(suite, row):
 
 
 def test_a_program_that_moved_is_told_the_absolute_path(suite, row):
-    """relative CUMEMTRACE_OUTPUT, program moves first (as under Hydra): the exit line gives the trace's absolute path"""
+    """relative CUMEMTRACE_OUTPUT, program moves first (as Hydra does): the exit line names the absolute path"""
     folder = os.path.join(suite.work, "wrapped_chdir_folder")
     truth = os.path.join(suite.work, "wrapped_chdir_truth.json")
     env = suite.env({"LD_PRELOAD": suite.preload, "CUMEMTRACE_OUTPUT": "moved.%p.pb", "CUMEMTRACE_QUIET": "0"})

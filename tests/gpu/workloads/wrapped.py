@@ -3,10 +3,11 @@
 (timeout, a shell), and the programs a traced PyTorch program starts.
 
 Usage: wrapped.py TRUTH_JSON [--spawn | --chdir DIR]. With --chdir it first makes DIR and moves into it, as Hydra
-moves a training script into its output folder (the trace, at a relative path, lands there). Allocates and frees a few tensors and writes {"pid", "memory_stats"}. With
---spawn, it then runs this script again twice and waits for both: once through `bash -c` (a shell between them) and
-once directly with a copy of os.environ (taken at start, as subprocess users often pass it); their truths go beside
-this one (TRUTH_JSON.child0, .child1) and their pids into this truth's "children".
+moves a training script into its output folder (the trace, at a relative path, lands there). Allocates and frees a
+few tensors and writes {"pid", "memory_stats"}. With --spawn, it then runs this script again twice and waits for
+both: once through `bash -c` (a shell between them) and once directly with a copy of os.environ (taken at start, as
+subprocess users often pass it); their truths go beside this one (TRUTH_JSON.child0, .child1) and their pids into
+this truth's "children".
 """
 import json
 import os
