@@ -9,7 +9,7 @@
 
 namespace cumemtrace::preload {
 
-// The name the flush thread gives itself (PR_SET_NAME: at most 15 bytes).
+// The name the flush thread is given when it starts (a thread's name holds at most 15 bytes).
 inline constexpr char kFlushThreadName[] = "cumemtrace";
 
 enum class AncestorTracing {

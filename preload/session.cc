@@ -21,6 +21,7 @@
 #include "preload/recorder.h"
 #include "preload/recorder_state.h"
 #include "preload/symbolize.h"
+#include "preload/thread_name_hook.h"
 #include "preload/torch_tracker.h"
 #include "preload/trace_writer.h"
 
@@ -249,6 +250,7 @@ __attribute__((constructor)) void OnLoad() {
   InstallForkHandlers();
   NoteRootPid();
   if (getcwd(g_started_in, sizeof(g_started_in)) == nullptr) g_started_in[0] = '\0';
+  ResolveThreadNaming();
   // Looked up here, where no lock of the recorder is held: dlsym takes the loader's lock, and a thread inside
   // dlopen (holding it) may make the first CUDA call while another starts tracing. A Python loaded later is found
   // by the flush thread.

@@ -14,6 +14,7 @@
 #include "preload/recorder.h"
 #include "preload/recorder_state.h"
 #include "preload/sequence.h"
+#include "preload/thread_name_hook.h"
 #include "preload/trace_writer.h"
 
 namespace cumemtrace::preload {
@@ -226,8 +227,10 @@ void StartFlusher() {
     Warn("cannot start the flush thread; events reach the file only when a batch fills and at exit");
   } else {
     // Named before the program's first call returns: the name is how the programs it starts see that this process
-    // traces (process_tree.h). The thread runs until the trace is finished, so its handle stays valid here.
-    pthread_setname_np(thread, kFlushThreadName);
+    // traces (process_tree.h). The thread runs until the trace is finished, so its handle stays valid here. The
+    // real function, found at load: looking it up here, under the recorder's start lock, could deadlock with a
+    // thread inside dlopen.
+    NameThread(thread, kFlushThreadName);
   }
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
