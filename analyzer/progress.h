@@ -29,9 +29,10 @@ class ProgressBar {
   void Done();
 
   bool active() const { return terminal_; }
-  // Callbacks for AnalyzeOptions::progress (events so far) and HistoryOptions::progress (a fraction).
-  std::function<void(uint64_t)> EventsCallback() {
-    return [this](uint64_t events) { Update(events, -1); };
+  // Callbacks for AnalyzeOptions::progress (events so far, and the share of the file read when known) and
+  // HistoryOptions::progress (a fraction).
+  std::function<void(uint64_t, double)> EventsCallback() {
+    return [this](uint64_t events, double fraction) { Update(events, fraction); };
   }
   std::function<void(double)> FractionCallback(uint64_t events) {
     return [this, events](double f) { Update(static_cast<uint64_t>(f * static_cast<double>(events)), f); };

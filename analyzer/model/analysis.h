@@ -58,7 +58,9 @@ struct AnalyzeOptions {
   bool allocation_totals = false;
   GroupingOptions grouping;  // how snapshots, leaks and pinned spikes merge stacks (default: one group per stack)
   LayerThreading layer_thread = LayerThreading::kAuto;
-  std::function<void(uint64_t)> progress;  // called with the events read so far, now and then (may be empty)
+  // Called now and then with the events read so far and the share of the file read (negative: not known yet, or a
+  // file whose size is unknown); may be empty.
+  std::function<void(uint64_t events, double fraction)> progress;
   // Called before a second read of the trace, with what it is for (may be empty).
   std::function<void(const std::string&)> progress_stage;
 };

@@ -110,6 +110,11 @@ void ScanPass::OnPhase(const PhaseInfo& phase) {
   phases_.Add(phase);
 }
 
+void ScanPass::OnReadProgress(uint64_t bytes_read, uint64_t file_bytes) {
+  if (file_bytes == 0) return;
+  read_fraction_ = std::min(1.0, static_cast<double>(bytes_read) / static_cast<double>(file_bytes));
+}
+
 void ScanPass::OnEvent(const Event& event) {
   const uint64_t index = model_.next_index();
   if (phases_.active()) phases_.Before(event, index, a_.info.header.start_time_ns, model_.mutable_timelines());
@@ -119,11 +124,11 @@ void ScanPass::OnEvent(const Event& event) {
 void ScanPass::OnEvents(absl::Span<const Event> events) {
   if (phases_.active()) {  // phase transitions go between events: no look-ahead
     for (const Event& e : events) OnEvent(e);
-    if (options_.progress) options_.progress(model_.stats().events);
+    if (options_.progress) options_.progress(model_.stats().events, read_fraction_);
     return;
   }
   model_.ApplyAll(events, [this](const Event& e, const Outcome& o, uint64_t index) { After(e, o, index); });
-  if (options_.progress) options_.progress(model_.stats().events);
+  if (options_.progress) options_.progress(model_.stats().events, read_fraction_);
 }
 
 void ScanPass::LogPinned(const Event& event, const Outcome& outcome) {

@@ -38,6 +38,7 @@ class ScanPass : public MetadataVisitor {
     Thread(thread.index).engine = -1;  // its name may have changed
   }
   void OnPhase(const PhaseInfo& phase) override;
+  void OnReadProgress(uint64_t bytes_read, uint64_t file_bytes) override;
   void OnAllocatorAttach(const AllocatorAttachInfo& attach) override;
   void OnEvent(const Event& event) override;
   void OnEvents(absl::Span<const Event> events) override;
@@ -134,6 +135,7 @@ class ScanPass : public MetadataVisitor {
   absl::flat_hash_map<int32_t, std::vector<uint64_t>> torch_failures_pending_;
   absl::flat_hash_set<uint64_t> torch_failures_recovered_;
   bool pinned_overflow_ = false;
+  double read_fraction_ = -1;  // the share of the file read so far (OnReadProgress); negative until known
 };
 
 // Replays a trace again for the pinned host tracker alone (when its changes outgrew the log).

@@ -114,6 +114,7 @@ void Delivery::Call(Entry& entry) {
         if constexpr (std::is_same_v<T, PhaseInfo>) target_.OnPhase(v);
         if constexpr (std::is_same_v<T, GpuProcessesInfo>) target_.OnGpuProcesses(v);
         if constexpr (std::is_same_v<T, TrailerInfo>) target_.OnTrailer(v);
+        if constexpr (std::is_same_v<T, ReadProgress>) target_.OnReadProgress(v.bytes_read, v.file_bytes);
       },
       entry);
 }

@@ -54,6 +54,7 @@ class Delivery final : public TraceVisitor {
   void OnPhase(const PhaseInfo& v) override { Add(v); }
   void OnGpuProcesses(const GpuProcessesInfo& v) override { Add(v); }
   void OnTrailer(const TrailerInfo& v) override { Add(v); }
+  void OnReadProgress(uint64_t bytes_read, uint64_t file_bytes) override { Add(ReadProgress{bytes_read, file_bytes}); }
   void OnEvent(const Event& e) override { OnEvents(absl::Span<const Event>(&e, 1)); }
   void OnEvents(absl::Span<const Event> events) override;
 
@@ -65,13 +66,17 @@ class Delivery final : public TraceVisitor {
     uint32_t id;
     std::string value;
   };
+  struct ReadProgress {
+    uint64_t bytes_read;
+    uint64_t file_bytes;
+  };
   // Events handed over one after another, with nothing between them: one OnEvents call per entry.
   struct EventsEntry {
     std::vector<Event> events;
   };
   using Entry = std::variant<TraceHeader, DeviceInfo, ThreadInfo, ModuleInfo, StackNode, StringEntry, SymbolInfo,
                              PythonFrameInfo, MemorySample, NoticeInfo, AllocatorAttachInfo, PhaseInfo,
-                             GpuProcessesInfo, TrailerInfo, EventsEntry>;
+                             GpuProcessesInfo, TrailerInfo, ReadProgress, EventsEntry>;
   // Metadata waits in pending_ with the events, so that the lock is taken about once per chunk.
   static constexpr size_t kPendingEntries = 512;
 

@@ -189,6 +189,7 @@ class Reader {
   std::vector<FailureColumn> failures_;
   ReorderWindow window_;
   uint64_t size_at_open_ = 0;
+  uint64_t next_progress_at_ = kReadProgressBytes;  // the file offset of the next OnReadProgress
 };
 
 bool Reader::ParsePacket(const uint8_t* data, size_t size) {
@@ -233,6 +234,10 @@ absl::Status Reader::Run() {
       continue;
     }
     file_->Consume(size);
+    if (file_->offset() >= next_progress_at_) {
+      visitor_.OnReadProgress(file_->offset(), stats_.bytes);
+      next_progress_at_ = file_->offset() + kReadProgressBytes;
+    }
   }
   window_.Drain(visitor_);
   stats_.events = window_.emitted();

@@ -220,12 +220,18 @@ class TraceVisitor {
     for (const Event& e : events) OnEvent(e);
   }
   virtual void OnTrailer(const TrailerInfo&) {}
+  // How far the reader has come: about every kReadProgressBytes of the file, in order with the other calls (the
+  // events of the packets before `bytes_read` came first). `file_bytes` is the file's size when it was opened (0
+  // when unknown). For progress bars; a trace's size says nothing else.
+  virtual void OnReadProgress(uint64_t /*bytes_read*/, uint64_t /*file_bytes*/) {}
   // Where the visitor's calls are made on a second thread (delivery.h): called on the reader's thread while the
   // visitor's is behind and the reader would wait for it. A visitor with work that another thread may do (ScanPass:
   // PyTorch's allocator replay, layer_thread.h) does a piece of it and returns true; false when it has none now. It
   // runs while the visitor's other calls run on their thread: what it touches must be guarded.
   virtual bool HelpWhileReaderWaits() { return false; }
 };
+
+inline constexpr uint64_t kReadProgressBytes = uint64_t{1} << 20;
 
 struct ReadStats {
   uint64_t bytes = 0;             // size of the file

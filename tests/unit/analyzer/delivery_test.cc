@@ -3,6 +3,7 @@
 // damaged or cut off. Events are logged one by one: the chunks they come in may differ, and visitors must not rely
 // on them.
 #include <chrono>
+#include <cstdio>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "analyzer/reader/reorder_window.h"
 #include "analyzer/reader/trace_reader.h"
 #include "gtest/gtest.h"
 #include "tests/unit/analyzer/trace_builder.h"
@@ -41,6 +43,9 @@ class CallLog : public TraceVisitor {
         " ", e.stack, " ", e.thread, " ", e.result);
   }
   void OnTrailer(const TrailerInfo& t) override { Add("trailer ", t.events); }
+  void OnReadProgress(uint64_t bytes_read, uint64_t file_bytes) override {
+    Add("progress ", bytes_read, " ", file_bytes);
+  }
 
   std::vector<std::string> lines;
 
@@ -121,6 +126,50 @@ TEST(Delivery, SecondThreadSeesWhatTheReadersThreadSees) {
   ASSERT_EQ(same.stats.events, 36000u);
   EXPECT_GT(same.lines.size(), 36000u + 12 * 6);
   ExpectSameOnBothThreads(path);
+}
+
+// The reader says how far it has come about every MiB, after the events of what it read, and the second thread passes
+// that on in its place: what a progress bar shows is the share of the file behind the events counted.
+TEST(Delivery, ReadProgressComesInOrderAboutEveryMegabyte) {
+  TraceBuilder b;
+  b.Header().Device(0, "H100", uint64_t{80} << 30).Thread(0, 100, "python");
+  uint64_t seq = 1;
+  for (int batch = 0; batch < 160; ++batch) {
+    std::vector<Ev> events;
+    for (int i = 0; i < 3000; ++i, ++seq) {
+      const uint64_t address = 0x7f0000000000 + (seq * 7919 % 100003) * 0x1000;  // addresses that do not repeat soon
+      events.push_back(Alloc(seq, static_cast<double>(seq) * 0.01, address, 4096 + seq % 4093, 1));
+    }
+    b.Events(events);
+  }
+  b.Trailer(seq - 1, kStartNs + 1'000'000'000);
+  const std::string path = b.Write("delivery_progress.pb");
+  const uint64_t size = std::filesystem::file_size(path);
+  ASSERT_GT(size, 3 * kReadProgressBytes);
+  const Read read = ExpectSameOnBothThreads(path);
+  ASSERT_TRUE(read.status.ok()) << read.status;
+  uint64_t last = 0;
+  size_t events_before_last = 0, progress_lines = 0, events = 0;
+  for (const std::string& line : read.lines) {
+    if (line.rfind("event ", 0) == 0) ++events;
+    if (line.rfind("progress ", 0) != 0) continue;
+    ++progress_lines;
+    uint64_t bytes = 0, total = 0;
+    ASSERT_EQ(std::sscanf(line.c_str(), "progress %lu %lu", &bytes, &total), 2) << line;
+    EXPECT_EQ(total, size);
+    EXPECT_LE(bytes, size);
+    EXPECT_GE(bytes, last + kReadProgressBytes) << line;  // about every MiB, never back
+    EXPECT_GT(events, events_before_last) << line;          // events came between
+    // The events before it are those of the bytes before it, but for what the reorder window still holds (this
+    // builder's batches carry no low-water marks) and a batch.
+    EXPECT_GE(static_cast<double>(events + ReorderWindow::kDefaultCapacity + 3000),
+              480000.0 * static_cast<double>(bytes) / static_cast<double>(size))
+        << line;
+    last = bytes;
+    events_before_last = events;
+  }
+  EXPECT_GE(progress_lines, size / kReadProgressBytes - 1);
+  EXPECT_LE(progress_lines, size / kReadProgressBytes);
 }
 
 TEST(Delivery, SameOnBothThreadsWhenCutOffOrDamaged) {

@@ -55,6 +55,16 @@ TEST(Progress, UnknownTotalShowsEventsOnly) {
   std::fclose(f);
 }
 
+TEST(Progress, TheAnalysisCallbackShowsTheShareOfTheFileRead) {
+  std::FILE* f = std::tmpfile();
+  {
+    ProgressBar bar(f, "reading t.pb", true, std::chrono::milliseconds(0));
+    bar.EventsCallback()(1'500'000, 0.5);
+    EXPECT_EQ(Contents(f), "\rcumem-analyze: reading t.pb  1.5 M events  [==========          ] 50%");
+  }
+  std::fclose(f);
+}
+
 TEST(Progress, ToolOutputToAFileHasNoProgress) {
   const std::string trace = WriteTrainingRun("progress_run.pb", true);
   for (const char* command : {"summary", "html"}) {
