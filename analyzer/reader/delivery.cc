@@ -47,8 +47,16 @@ void Delivery::OnEvents(absl::Span<const Event> events) {
   }
 }
 
+void Delivery::OnEventsDecodedApart(DecodeJob* job, BatchDecoders* decoders) {
+  pending_.emplace_back(DecodedApartEntry{job, decoders});
+  pending_decoded_apart_ = true;
+  // Handed now: the job goes back to the decoders only once the second thread has passed its events on, and the
+  // reader may be about to wait for a free one.
+  Hand(false);
+}
+
 void Delivery::Hand(bool last) {
-  const bool chunk = pending_events_ != 0;
+  const bool chunk = pending_events_ != 0 || pending_decoded_apart_;
   std::unique_lock<std::mutex> lock(mutex_);
   // The visitor's thread is behind: work it can hand off is done here first, the wait comes when there is none.
   while (chunk && queued_chunks_ >= kMaxQueuedChunks) {
@@ -63,6 +71,7 @@ void Delivery::Hand(bool last) {
   }
   queued_chunks_ += chunk ? 1 : 0;
   pending_events_ = 0;
+  pending_decoded_apart_ = false;
   last_handed_ = last_handed_ || last;
   changed_.notify_all();
 }
@@ -79,7 +88,7 @@ void Delivery::Run() {
     }
     bool chunk = false;
     for (Entry& e : entries) {
-      chunk = chunk || std::holds_alternative<EventsEntry>(e);
+      chunk = chunk || std::holds_alternative<EventsEntry>(e) || std::holds_alternative<DecodedApartEntry>(e);
       Call(e);
     }
     std::lock_guard<std::mutex> lock(mutex_);
@@ -100,6 +109,11 @@ void Delivery::Call(Entry& entry) {
       [this](auto& v) {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, EventsEntry>) target_.OnEvents(v.events);
+        if constexpr (std::is_same_v<T, DecodedApartEntry>) {
+          v.decoders->Wait(v.job);
+          if (!v.job->events.empty()) target_.OnEvents(v.job->events);
+          v.decoders->Release(v.job);
+        }
         if constexpr (std::is_same_v<T, StringEntry>) target_.OnString(v.id, v.value);
         if constexpr (std::is_same_v<T, TraceHeader>) target_.OnHeader(v);
         if constexpr (std::is_same_v<T, DeviceInfo>) target_.OnDevice(v);

@@ -10,7 +10,8 @@
 // made on the reader's thread is TraceVisitor::HelpWhileReaderWaits, while the visitor's thread is behind: a visitor
 // that does work there guards it itself (ScanPass: LayerThread's shared mode).
 //
-// Memory: the second thread is at most kMaxQueuedChunks chunks (about 1 MiB each) behind the reader.
+// Memory: the second thread is at most kMaxQueuedChunks chunks (about 1 MiB each) behind the reader; a batch decoded
+// apart counts as one.
 #ifndef CUMEMTRACE_ANALYZER_READER_DELIVERY_H_
 #define CUMEMTRACE_ANALYZER_READER_DELIVERY_H_
 
@@ -25,6 +26,7 @@
 #include <variant>
 #include <vector>
 
+#include "analyzer/reader/batch_decoders.h"
 #include "analyzer/reader/trace_reader.h"
 
 namespace cumemtrace::analyzer {
@@ -57,6 +59,9 @@ class Delivery final : public TraceVisitor {
   void OnReadProgress(uint64_t bytes_read, uint64_t file_bytes) override { Add(ReadProgress{bytes_read, file_bytes}); }
   void OnEvent(const Event& e) override { OnEvents(absl::Span<const Event>(&e, 1)); }
   void OnEvents(absl::Span<const Event> events) override;
+  // A batch's events, in their place among the calls, that `decoders` decodes apart (batch_decoders.h): the second
+  // thread waits for them, passes them on and releases the job.
+  void OnEventsDecodedApart(DecodeJob* job, BatchDecoders* decoders);
 
   // Makes every call still queued and stops the second thread.
   void Finish();
@@ -74,9 +79,13 @@ class Delivery final : public TraceVisitor {
   struct EventsEntry {
     std::vector<Event> events;
   };
+  struct DecodedApartEntry {
+    DecodeJob* job;
+    BatchDecoders* decoders;
+  };
   using Entry = std::variant<TraceHeader, DeviceInfo, ThreadInfo, ModuleInfo, StackNode, StringEntry, SymbolInfo,
                              PythonFrameInfo, MemorySample, NoticeInfo, AllocatorAttachInfo, PhaseInfo,
-                             GpuProcessesInfo, TrailerInfo, ReadProgress, EventsEntry>;
+                             GpuProcessesInfo, TrailerInfo, ReadProgress, EventsEntry, DecodedApartEntry>;
   // Metadata waits in pending_ with the events, so that the lock is taken about once per chunk.
   static constexpr size_t kPendingEntries = 512;
 
@@ -98,6 +107,7 @@ class Delivery final : public TraceVisitor {
   // The reader's thread only:
   std::vector<Entry> pending_;
   size_t pending_events_ = 0;
+  bool pending_decoded_apart_ = false;  // pending_ holds a DecodedApartEntry: it counts as a queued chunk
 
   std::mutex mutex_;
   std::condition_variable changed_;

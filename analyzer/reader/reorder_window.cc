@@ -137,10 +137,15 @@ bool ReorderWindow::BeginPassThrough(uint64_t first, uint64_t last, uint64_t mar
 
 void ReorderWindow::PassOn(absl::Span<const Event> events, TraceVisitor& visitor) {
   if (events.empty()) return;
-  arrivals_ += events.size();
-  emitted_ += events.size();
-  released_max_ = std::max(released_max_, events.back().seq);
+  PassedOnElsewhere(events.size(), events.back().seq);
   visitor.OnEvents(events);
+}
+
+void ReorderWindow::PassedOnElsewhere(size_t rows, uint64_t last) {
+  if (rows == 0) return;
+  arrivals_ += rows;
+  emitted_ += rows;
+  released_max_ = std::max(released_max_, last);
 }
 
 void ReorderWindow::Drain(TraceVisitor& visitor) {

@@ -49,6 +49,9 @@ class ReorderWindow {
   // over, and the batch's events must come through PassOn, in row order, before anything else reaches the window.
   bool BeginPassThrough(uint64_t first, uint64_t last, uint64_t mark, TraceVisitor& visitor);
   void PassOn(absl::Span<const Event> events, TraceVisitor& visitor);
+  // In place of PassOn, for a batch whose rows someone else hands to the visitor (decoded on another thread,
+  // batch_decoders.h): counts its `rows` rows, the last numbered `last`, as left.
+  void PassedOnElsewhere(size_t rows, uint64_t last);
   // Lets every held event leave, smallest first, and hands everything that left to `visitor`.
   void Drain(TraceVisitor& visitor);
 

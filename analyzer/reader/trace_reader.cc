@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "analyzer/reader/batch_decoders.h"
 #include "analyzer/reader/buffered_file.h"
 #include "analyzer/reader/delivery.h"
 #include "analyzer/reader/event_batch_decoder.h"
@@ -115,6 +116,9 @@ class Reader {
  public:
   Reader(const std::string& path, TraceVisitor& visitor, ReadStats* stats)
       : path_(path), visitor_(visitor), stats_(*stats) {}
+  // Batches that go straight to the visitor are decoded by `decoders` and reach it through `delivery` (the visitor).
+  Reader(const std::string& path, Delivery& delivery, BatchDecoders& decoders, ReadStats* stats)
+      : path_(path), visitor_(delivery), stats_(*stats), delivery_(&delivery), decoders_(&decoders) {}
 
   absl::Status Run();
 
@@ -129,7 +133,12 @@ class Reader {
   absl::StatusOr<bool> FindHeaderCopy(BufferedFile& f, pb::Header* copy, uint64_t* at);
   absl::Status HandlePacket(const uint8_t* data, size_t size, uint64_t offset);
   absl::Status HandleEvents(const pb::EventBatch& batch, uint64_t offset);
-  absl::Status HandleColumns(const BatchColumns& columns, uint64_t offset);
+  // decoders_ only: parses the EventBatch in job->inflated with the job's wire parser (false: it does not take it).
+  static bool ParseInJob(DecodeJob* job) {
+    return job->wire.Parse(reinterpret_cast<const uint8_t*>(job->inflated.data()), job->inflated.size());
+  }
+  // With `job` (decoders_ only; its decoder is used): the job is handed over or released before this returns.
+  absl::Status HandleColumns(const BatchColumns& columns, uint64_t offset, DecodeJob* job = nullptr);
   // An EventBatch compressed as one zstd frame (format 5): inflated into inflated_, then read as one.
   absl::Status HandleCompressedEvents(const std::string& frame, uint64_t offset);
   // An EventBatch as the next part of a zstd frame that runs across packets (format 6): inflated with stream_ into
@@ -190,6 +199,9 @@ class Reader {
   ReorderWindow window_;
   uint64_t size_at_open_ = 0;
   uint64_t next_progress_at_ = kReadProgressBytes;  // the file offset of the next OnReadProgress
+  // Both or neither: batches' rows decoded on other threads (batch_decoders.h).
+  Delivery* delivery_ = nullptr;
+  BatchDecoders* decoders_ = nullptr;
 };
 
 bool Reader::ParsePacket(const uint8_t* data, size_t size) {
@@ -498,6 +510,12 @@ absl::Status Reader::HandlePacket(const uint8_t* data, size_t size, uint64_t off
     if (ReadVarint(data + 1, data + size, &length, &varint_bytes) == VarintResult::kOk &&
         1 + varint_bytes + length == size) {
       const uint8_t* body = data + 1 + varint_bytes;
+      if (decoders_ != nullptr) {
+        DecodeJob* job = decoders_->Acquire();
+        job->inflated.assign(reinterpret_cast<const char*>(body), length);  // the file's buffer moves on
+        if (ParseInJob(job)) return HandleColumns(job->wire.columns(), offset, job);
+        decoders_->Release(job);
+      }
       if (wire_.Parse(body, length)) return HandleColumns(wire_.columns(), offset);
       if (!batch_.ParseFromArray(body, static_cast<int>(length))) {
         return Corrupt(offset, "the event batch does not parse");
@@ -754,6 +772,15 @@ absl::Status Reader::HandleStreamedEvents(const pb::StreamedEvents& part, uint64
 }
 
 absl::Status Reader::HandleInflated(uint64_t offset, absl::string_view what) {
+  if (decoders_ != nullptr) {
+    // The bytes go with the job (the columns point into them); the reader inflates the next batch into the
+    // buffer the job held before.
+    DecodeJob* job = decoders_->Acquire();
+    job->inflated.swap(inflated_);
+    if (ParseInJob(job)) return HandleColumns(job->wire.columns(), offset, job);
+    job->inflated.swap(inflated_);
+    decoders_->Release(job);
+  }
   const auto* body = reinterpret_cast<const uint8_t*>(inflated_.data());
   if (wire_.Parse(body, inflated_.size())) return HandleColumns(wire_.columns(), offset);
   if (!batch_.ParseFromArray(inflated_.data(), static_cast<int>(inflated_.size()))) {
@@ -790,21 +817,33 @@ absl::Status Reader::HandleEvents(const pb::EventBatch& b, uint64_t offset) {
   return HandleColumns(c, offset);
 }
 
-absl::Status Reader::HandleColumns(const BatchColumns& given, uint64_t offset) {
+absl::Status Reader::HandleColumns(const BatchColumns& given, uint64_t offset, DecodeJob* job) {
   BatchColumns columns = given;
   columns.format_version = format_version_;
-  if (absl::Status s = decoder_.Start(columns); !s.ok()) return Corrupt(offset, s.message());
+  EventBatchDecoder& decoder = job != nullptr ? job->decoder : decoder_;
+  if (absl::Status s = decoder.Start(columns); !s.ok()) {
+    if (job != nullptr) decoders_->Release(job);
+    return Corrupt(offset, s.message());
+  }
   if (columns.complete_below != 0) window_.ExpectMarks();
   stats_.time_unit_ns = std::max<uint64_t>(stats_.time_unit_ns, columns.time_unit_ns);
-  stats_.unknown_api_events += decoder_.unknown_rows();
+  stats_.unknown_api_events += decoder.unknown_rows();
   // A batch in order that the window would only pass on goes to the visitor piece by piece, each piece decoded
-  // just before it is handed over (the usual case: the writer keeps its batches in order).
-  const bool pass_through = decoder_.unknown_rows() == 0 && decoder_.in_order() &&
-                            window_.BeginPassThrough(decoder_.first_seq(), decoder_.last_seq(),
+  // just before it is handed over (the usual case: the writer keeps its batches in order); or, with decoders,
+  // decoded whole on one of their threads while this one goes on.
+  const bool pass_through = decoder.unknown_rows() == 0 && decoder.in_order() &&
+                            window_.BeginPassThrough(decoder.first_seq(), decoder.last_seq(),
                                                      columns.complete_below, visitor_);
+  if (pass_through && job != nullptr) {
+    window_.PassedOnElsewhere(decoder.rows(), decoder.last_seq());
+    decoders_->Submit(job);
+    delivery_->OnEventsDecodedApart(job, decoders_);
+    if (columns.complete_below != 0) window_.ReleaseBelow(columns.complete_below, visitor_);
+    return absl::OkStatus();
+  }
   if (decoded_.size() < kDecodePiece) decoded_.resize(kDecodePiece);
-  while (decoder_.remaining() != 0) {
-    const size_t rows = decoder_.Next(decoded_.data(), kDecodePiece);
+  while (decoder.remaining() != 0) {
+    const size_t rows = decoder.Next(decoded_.data(), kDecodePiece);
     if (pass_through) {
       window_.PassOn(absl::Span<const Event>(decoded_.data(), rows), visitor_);
       continue;
@@ -813,6 +852,7 @@ absl::Status Reader::HandleColumns(const BatchColumns& given, uint64_t offset) {
       if (decoded_[i].info != nullptr) window_.Push(decoded_[i], visitor_);
     }
   }
+  if (job != nullptr) decoders_->Release(job);
   if (columns.complete_below != 0) window_.ReleaseBelow(columns.complete_below, visitor_);
   return absl::OkStatus();
 }
@@ -823,11 +863,17 @@ absl::Status ReadTrace(const std::string& path, TraceVisitor& visitor, ReadStats
   ReadStats local;
   if (stats == nullptr) stats = &local;
   *stats = ReadStats();
-  const bool threaded = thread == DeliveryThread::kSecond ||
-                        (thread == DeliveryThread::kAuto && UsableCpus() > 1);
+  const unsigned cpus = thread == DeliveryThread::kAuto ? UsableCpus() : 0;
+  // The reader, the second thread and PyTorch's allocator layer (layer_thread.h) take three CPUs; two decoders
+  // keep the reader's thread below the others' on a host of slow cores. Below five CPUs they would take turns.
+  const bool decoders = thread == DeliveryThread::kDecodersToo || cpus >= 5;
+  const bool threaded = decoders || thread == DeliveryThread::kSecond || cpus > 1;
   if (!threaded) return Reader(path, visitor, stats).Run();
+  std::optional<BatchDecoders> batch_decoders;  // outlives `delivery`, which releases its jobs
+  if (decoders) batch_decoders.emplace(2);
   Delivery delivery(visitor);
-  absl::Status status = Reader(path, delivery, stats).Run();
+  Reader reader = decoders ? Reader(path, delivery, *batch_decoders, stats) : Reader(path, delivery, stats);
+  absl::Status status = reader.Run();
   delivery.Finish();
   return status;
 }

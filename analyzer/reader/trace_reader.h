@@ -271,9 +271,10 @@ struct ReadStats {
 // trace holds a copy of it (header_copy packets): the copy stands in for it (`stats->header_recovered`).
 //
 // On a machine with more than one CPU (kAuto), the visitor's calls are made on a second thread while this one
-// decodes (delivery.h); the visitor sees the same metadata and events in the same order on one thread (events may
-// come in chunks of other sizes), which tests compare. Every call has been made when ReadTrace returns.
-enum class DeliveryThread { kAuto, kSame, kSecond };
+// decodes (delivery.h); with five or more, batches' rows are also decoded on threads of their own (kDecodersToo,
+// batch_decoders.h). The visitor sees the same metadata and events in the same order on one thread (events may come
+// in chunks of other sizes), which tests compare. Every call has been made when ReadTrace returns.
+enum class DeliveryThread { kAuto, kSame, kSecond, kDecodersToo };
 absl::Status ReadTrace(const std::string& path, TraceVisitor& visitor, ReadStats* stats,
                        DeliveryThread thread = DeliveryThread::kAuto);
 

@@ -1,5 +1,6 @@
-// The reader's second thread (reader/delivery.h): a visitor called from it sees the same metadata and events, in
-// the same order, as one called on the reader's thread, and the same ReadStats come back; also when the trace is
+// The reader's second thread (reader/delivery.h), alone and with batches decoded on threads of their own
+// (reader/batch_decoders.h): a visitor called from it sees the same metadata and events, in the same order, as one
+// called on the reader's thread, and the same ReadStats come back; also when the trace is
 // damaged or cut off. Events are logged one by one: the chunks they come in may differ, and visitors must not rely
 // on them.
 #include <chrono>
@@ -70,19 +71,25 @@ Read ReadWith(const std::string& path, DeliveryThread thread) {
   return r;
 }
 
-// Returns the read on the reader's thread.
+// Returns the read on the reader's thread; compares it with the second thread's, with and without batches decoded
+// apart (batch_decoders.h).
 Read ExpectSameOnBothThreads(const std::string& path) {
   const Read same = ReadWith(path, DeliveryThread::kSame);
-  const Read second = ReadWith(path, DeliveryThread::kSecond);
-  EXPECT_EQ(same.status, second.status) << path;
-  EXPECT_EQ(same.lines, second.lines) << path;
-  EXPECT_EQ(same.stats.events, second.stats.events);
-  EXPECT_EQ(same.stats.packets, second.stats.packets);
-  EXPECT_EQ(same.stats.late_events, second.stats.late_events);
-  EXPECT_EQ(same.stats.unknown_api_events, second.stats.unknown_api_events);
-  EXPECT_EQ(same.stats.damaged_packets, second.stats.damaged_packets);
-  EXPECT_EQ(same.stats.truncated, second.stats.truncated);
-  EXPECT_EQ(same.stats.truncated_at, second.stats.truncated_at);
+  for (DeliveryThread thread : {DeliveryThread::kSecond, DeliveryThread::kDecodersToo}) {
+    const Read second = ReadWith(path, thread);
+    const char* how = thread == DeliveryThread::kSecond ? "second thread" : "decoders too";
+    EXPECT_EQ(same.status, second.status) << path << " " << how;
+    EXPECT_EQ(same.lines, second.lines) << path << " " << how;
+    EXPECT_EQ(same.stats.events, second.stats.events) << how;
+    EXPECT_EQ(same.stats.packets, second.stats.packets) << how;
+    EXPECT_EQ(same.stats.late_events, second.stats.late_events) << how;
+    EXPECT_EQ(same.stats.unknown_api_events, second.stats.unknown_api_events) << how;
+    EXPECT_EQ(same.stats.damaged_packets, second.stats.damaged_packets) << how;
+    EXPECT_EQ(same.stats.first_damage_at, second.stats.first_damage_at) << how;
+    EXPECT_EQ(same.stats.truncated, second.stats.truncated) << how;
+    EXPECT_EQ(same.stats.truncated_at, second.stats.truncated_at) << how;
+    EXPECT_EQ(same.stats.time_unit_ns, second.stats.time_unit_ns) << how;
+  }
   return same;
 }
 
@@ -234,6 +241,50 @@ TEST(Delivery, TheReadersThreadHelpsWhileTheVisitorIsBehind) {
   ASSERT_TRUE(ReadTrace(path, same, nullptr, DeliveryThread::kSame).ok());
   EXPECT_EQ(same.events_, 36000u);
   EXPECT_EQ(same.help_calls, 1u);
+}
+
+// With decoders (batch_decoders.h), a batch that goes straight to the visitor is decoded whole on another thread
+// and reaches the visitor as one span, in its place; a batch the window must reorder is decoded by the reader as
+// before. 40 batches: the decoders' jobs are each used several times.
+class SpanLog : public TraceVisitor {
+ public:
+  void OnEvents(absl::Span<const Event> events) override {
+    spans.push_back(events.size());
+    for (const Event& e : events) seqs.push_back(e.seq);
+  }
+  void OnMemorySample(const MemorySample& s) override { spans.push_back(0); (void)s; }
+  std::vector<size_t> spans;  // 0: a memory sample between them
+  std::vector<uint64_t> seqs;
+};
+
+TEST(Delivery, DecodersHandEachBatchOverWholeInItsPlace) {
+  TraceBuilder b;
+  b.Header().Device(0, "H100", uint64_t{80} << 30).Thread(0, 100, "python");
+  uint64_t seq = 1;
+  std::vector<size_t> expected;
+  for (int n = 0; n < 40; ++n) {
+    std::vector<Ev> events;
+    const int rows = 1000 + n * 10;
+    for (int i = 0; i < rows; ++i, ++seq) {
+      events.push_back(Alloc(seq, static_cast<double>(seq) * 0.01, 0x7f0000000000 + seq * 0x1000, 4096, 1));
+    }
+    format::EventBatch batch = TraceBuilder::Encode(events);
+    batch.set_complete_below(seq);  // every row below it is written: the window may pass the batch on
+    b.Batch(batch);
+    b.MemorySample(0, uint64_t{70} << 30, uint64_t{80} << 30, seq - 1);
+    expected.push_back(static_cast<size_t>(rows));
+    expected.push_back(0);
+  }
+  b.Trailer(seq - 1, kStartNs + 1'000'000'000);
+  const std::string path = b.Write("delivery_decoders.pb");
+  SpanLog log;
+  ReadStats stats;
+  ASSERT_TRUE(ReadTrace(path, log, &stats, DeliveryThread::kDecodersToo).ok());
+  EXPECT_EQ(log.spans, expected);
+  ASSERT_EQ(log.seqs.size(), seq - 1);
+  for (size_t i = 0; i < log.seqs.size(); ++i) ASSERT_EQ(log.seqs[i], i + 1);
+  EXPECT_EQ(stats.events, seq - 1);
+  ExpectSameOnBothThreads(path);
 }
 
 // Every real trace in examples/ (PyTorch, CuPy, JAX, CUDA C++; several formats; NVTX phases; an OOM).
