@@ -1,13 +1,14 @@
 # Profile-guided optimization of cumem-analyze (GCC): an instrumented copy of the analyzer is built in a build tree of
 # its own, reads the example traces (analyzer/profile_training.sh), and the analyzer of this build is compiled with
-# the counts that run left: which branches are taken, which calls are hot, where to inline. On the development VM it
-# read a 14.85 M-row PyTorch trace in 0.51 s against 0.70 s (docs/performance.md, "Reading a trace").
+# the counts that run left: which branches are taken, which calls are hot, where to inline (the gain is measured in
+# docs/performance.md, "Reading a trace").
 #
 # The instrumented tree is rebuilt (incrementally) and the examples read again whenever an analyzer source changes,
 # and then every analyzer object is compiled again with the new counts: a change to one file costs two analyzer
-# builds. -DCUMEMTRACE_ANALYZER_PGO=OFF skips all of it (a faster edit-build loop; the analyzer is then some 30 %
-# slower). Included from analyzer/CMakeLists.txt once cumemtrace_analyzer_lib and cumem-analyze exist.
-option(CUMEMTRACE_ANALYZER_PGO "Optimize cumem-analyze with a profile of it reading examples/ (GCC; doubles its build)" ON)
+# builds. -DCUMEMTRACE_ANALYZER_PGO=OFF skips all of it (a faster edit-build loop, a slower analyzer). Included from
+# analyzer/CMakeLists.txt once cumemtrace_analyzer_lib and cumem-analyze exist.
+option(CUMEMTRACE_ANALYZER_PGO
+       "Optimize cumem-analyze with a profile of it reading examples/ (GCC; doubles its build)" ON)
 # Set only in the instrumented tree: where its counters go.
 set(CUMEMTRACE_ANALYZER_PROFILE_GENERATE "" CACHE PATH "internal: the instrumented build's profile directory")
 

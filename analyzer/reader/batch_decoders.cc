@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <system_error>
 
 namespace cumemtrace::analyzer {
