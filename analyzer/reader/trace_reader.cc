@@ -514,9 +514,10 @@ absl::Status Reader::HandlePacket(const uint8_t* data, size_t size, uint64_t off
         DecodeJob* job = decoders_->Acquire();
         job->inflated.assign(reinterpret_cast<const char*>(body), length);  // the file's buffer moves on
         if (ParseInJob(job)) return HandleColumns(job->wire.columns(), offset, job);
-        decoders_->Release(job);
+        decoders_->Release(job);  // the wire parser does not take it: the generated class below reads it
+      } else if (wire_.Parse(body, length)) {
+        return HandleColumns(wire_.columns(), offset);
       }
-      if (wire_.Parse(body, length)) return HandleColumns(wire_.columns(), offset);
       if (!batch_.ParseFromArray(body, static_cast<int>(length))) {
         return Corrupt(offset, "the event batch does not parse");
       }
@@ -778,11 +779,11 @@ absl::Status Reader::HandleInflated(uint64_t offset, absl::string_view what) {
     DecodeJob* job = decoders_->Acquire();
     job->inflated.swap(inflated_);
     if (ParseInJob(job)) return HandleColumns(job->wire.columns(), offset, job);
-    job->inflated.swap(inflated_);
+    job->inflated.swap(inflated_);  // the wire parser does not take it: the generated class below reads it
     decoders_->Release(job);
+  } else if (wire_.Parse(reinterpret_cast<const uint8_t*>(inflated_.data()), inflated_.size())) {
+    return HandleColumns(wire_.columns(), offset);
   }
-  const auto* body = reinterpret_cast<const uint8_t*>(inflated_.data());
-  if (wire_.Parse(body, inflated_.size())) return HandleColumns(wire_.columns(), offset);
   if (!batch_.ParseFromArray(inflated_.data(), static_cast<int>(inflated_.size()))) {
     return Corrupt(offset, absl::StrCat(what, " does not parse"));
   }
