@@ -274,7 +274,10 @@ int Main(int argc, char** argv) {
   ReadTimer timer;
   NullVisitor null;
   ReadStats stats;
-  if (!ReadTrace(path, null, &stats).ok()) return 1;
+  if (absl::Status read = ReadTrace(path, null, &stats); !read.ok()) {
+    std::fprintf(stderr, "analyzer_benchmark: %s\n", std::string(read.message()).c_str());  // names the file
+    return 1;
+  }
   // What the reads below are divided by: the events in the file, whoever wrote it.
   const uint64_t read_events = stats.events;
   if (read_events == 0) {
