@@ -24,9 +24,9 @@ processes per mode one after another, and the bootstrap resamples processes with
 in two model configurations: "issue" (6 layers x 512, batch 16 x 256: the step issue 8 names, bound by the GPU, so
 host-side costs mostly hide behind it) and "cpu" (6 layers x 128, batch 2 x 64: the same allocations per step but
 tiny kernels, so the step is bound by the CPU and every host-side microsecond shows). For traced runs it also reads
-the trace's trailer: ns per trace row spent in the preload (recorder_time_ns / events) and its parts (reading Python
-frames, unwinding, waiting for the lock, composing the stack), the writer's time apart, rows, allocator entries and
-file bytes per allocator entry.
+the trace's trailer: ns per trace row spent in the preload (recorder_time_ns / events) and its parts (what the call
+is, reading Python frames, unwinding, waiting for the lock, composing the stack, appending the row), the writer's time
+apart, rows, allocator entries and file bytes per allocator entry.
 
 Usage (on the GPU machine, from the repository root, the bundle from scripts/gpu-bundle.sh carried):
   python3 bench/torch_overhead.py --build gpu-build --out DIR [--turns 30] [--steps 10] [--configs issue,cpu]
@@ -57,11 +57,13 @@ VARIANTS = {
     "torchdepth64": {"CUMEMTRACE_TORCH_STACK_DEPTH": "64"},
     "nopython": {"CUMEMTRACE_PYTHON": "0"},
     "nostacks": {"CUMEMTRACE_STACK_DEPTH": "0"},
+    "nosamples": {"CUMEMTRACE_SAMPLE_MS": "0"},  # no driver memory samples (cuMemGetInfo every 100 ms by default)
     # Native frames of threads without Python frames (the autograd engine's) cut to 16, as before they got 64.
     "enginedepth16": {"CUMEMTRACE_STACK_DEPTH": "16"},
     "old": {},  # --old-preload: another build of the preload, default settings
 }
-RECORDER_PARTS = ("python", "unwind", "lock_wait", "stack")  # the trailer's recorder_<part>_ns
+# The trailer's recorder_<part>_ns, in the order an event goes through them (prologue and append: 0 before 2026-11-28)
+RECORDER_PARTS = ("prologue", "python", "unwind", "lock_wait", "stack", "append")
 
 
 def cpu_list(text):
@@ -341,11 +343,12 @@ def table(results, configs, modes):
                          "short processes read the parts and their sum: the total also holds each thread's first "
                          "events, clocked one by one with the process's one-time costs, which vary between "
                          "processes that start together:\n")
-            lines.append("| mode | all | Python frames | unwinding | lock wait | stack (Python ids, splicing; "
-                         "interning before the output queue) | the parts' sum | rest | writer: interning, encoding, "
+            lines.append("| mode | all | before the stack (the call, its device, a memory sample) | Python frames | "
+                         "unwinding | lock wait | stack (Python ids, splicing; interning before the output queue) | "
+                         "appending (number, row, sealing) | the parts' sum | rest | writer: interning, encoding, "
                          "writing (the flush thread, but for stalls; 0 before the output queue) | stalled seals (all "
                          "processes) |")
-            lines.append("|---|---|---|---|---|---|---|---|---|---|")
+            lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
             for mode in parted:
                 r = by_mode[mode]
                 parts = [r["recorder_parts_ns_per_row"][part] for part in RECORDER_PARTS]

@@ -28,6 +28,8 @@ struct HealthCounters {
     uint64_t unwind_ns = 0;     // the native unwind
     uint64_t lock_wait_ns = 0;  // waiting for RecorderLocks::record
     uint64_t stack_ns = 0;      // Python frame ids, splicing, keeping the stack for the writer
+    uint64_t prologue_ns = 0;   // before the stack: what the call is, its device, a due memory sample
+    uint64_t append_ns = 0;     // after it, under the lock: the number, the row, sealing (and a stalled write)
     uint64_t stalled_seals = 0;  // a recording thread found every sealed slot taken and wrote them itself
     uint64_t python_stacks = 0;
     uint64_t python_failures = 0;
@@ -66,6 +68,8 @@ struct HealthCounters {
     t->recorder_unwind_ns = recording.unwind_ns;
     t->recorder_lock_wait_ns = recording.lock_wait_ns;
     t->recorder_stack_ns = recording.stack_ns;
+    t->recorder_prologue_ns = recording.prologue_ns;
+    t->recorder_append_ns = recording.append_ns;
     t->flushes = writing.flushes;
     t->writer_time_ns = writing.writer_ns;
     t->stalled_seals = recording.stalled_seals;

@@ -96,8 +96,8 @@ void EnsureDevice(int32_t device) {
 // The recorder's own time (trailer recorder_time_ns) is clocked on one event in kTimedOneIn, drawn at random per
 // thread, and scaled up: clock reads are a visible part of a traced program's time, and clocking every event would
 // spend half of them only on adding this up; a random draw keeps any periodic pattern of the program from biasing
-// the sum. Its parts (recorder_*_ns) take five more clock reads (bench/clock_cost.c measures one, some 30 ns): they
-// are clocked on another 1 in kPartsOneIn, so that those reads do not inflate the total; they add 5 x 30 / 64, a
+// the sum. Its parts (recorder_*_ns) take six more clock reads (bench/clock_cost.c measures one, some 30 ns): they
+// are clocked on another 1 in kPartsOneIn, so that those reads do not inflate the total; they add 6 x 30 / 64, a
 // few ns per event on average (at 1 in 16, about ten, for a breakdown that needs far fewer samples). A thread's first
 // kClockedFirst events are all clocked, both ways, at weight 1: they carry the one-time costs (cold caches, the
 // tables' first pages, up to a millisecond), which scaled by 16 would swamp the estimate of a short run.
@@ -366,14 +366,20 @@ void FlushOrSealLocked(const CallRecord& call) {
 void AddRecorderTimeLocked(const EventClock& clock) {
   HealthCounters::Recording& health = g_health.recording;
   const Timing& timing = clock.timing;
+  if (timing.total_weight == 0 && !clock.clocks_parts()) return;
+  const int64_t end_ns = NowNs();
   if (timing.total_weight != 0) {
-    health.recorder_ns += timing.total_weight * static_cast<uint64_t>(NowNs() - clock.start_ns);
+    health.recorder_ns += timing.total_weight * static_cast<uint64_t>(end_ns - clock.start_ns);
   }
   if (clock.clocks_parts()) {
-    health.python_ns += timing.parts_weight * static_cast<uint64_t>(clock.unwind_start_ns - clock.python_start_ns);
-    health.unwind_ns += timing.parts_weight * static_cast<uint64_t>(clock.unwind_end_ns - clock.unwind_start_ns);
-    health.lock_wait_ns += timing.parts_weight * static_cast<uint64_t>(clock.locked_ns - clock.unwind_end_ns);
-    health.stack_ns += timing.parts_weight * static_cast<uint64_t>(clock.composed_ns - clock.locked_ns);
+    // Six parts, end to end: together they are the event's whole time, so no part of it goes unnamed.
+    const uint64_t w = timing.parts_weight;
+    health.prologue_ns += w * static_cast<uint64_t>(clock.python_start_ns - clock.start_ns);
+    health.python_ns += w * static_cast<uint64_t>(clock.unwind_start_ns - clock.python_start_ns);
+    health.unwind_ns += w * static_cast<uint64_t>(clock.unwind_end_ns - clock.unwind_start_ns);
+    health.lock_wait_ns += w * static_cast<uint64_t>(clock.locked_ns - clock.unwind_end_ns);
+    health.stack_ns += w * static_cast<uint64_t>(clock.composed_ns - clock.locked_ns);
+    health.append_ns += w * static_cast<uint64_t>(end_ns - clock.composed_ns);
   }
 }
 

@@ -404,6 +404,8 @@ bool WriteTrailer(ByteBuffer* out, const TrailerRecord& t) {
   e.Uint64(tf::kClockCalibrations, t.clock_calibrations);
   e.Uint64(tf::kClockMaxErrorNs, t.clock_max_error_ns);
   e.Uint64(tf::kClockSteps, t.clock_steps);
+  e.Uint64(tf::kRecorderPrologueNs, t.recorder_prologue_ns);
+  e.Uint64(tf::kRecorderAppendNs, t.recorder_append_ns);
   return p.Finish();
 }
 

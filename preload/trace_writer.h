@@ -56,6 +56,8 @@ struct TrailerRecord {
   uint64_t recorder_unwind_ns;
   uint64_t recorder_lock_wait_ns;
   uint64_t recorder_stack_ns;
+  uint64_t recorder_prologue_ns;
+  uint64_t recorder_append_ns;
   uint64_t flushes;
   uint64_t writer_time_ns;  // encoding and writing sealed units, on any thread
   uint64_t stalled_seals;   // a thread of the program wrote the sealed units itself: every slot was taken

@@ -99,7 +99,8 @@ inline constexpr uint32_t kEvents = 1, kDroppedEvents = 2, kUnwindFailures = 3, 
                           kAllocatorEvents = 15, kAllocatorIgnored = 16, kDroppedFrames = 17,
                           kRecorderPythonNs = 18, kRecorderUnwindNs = 19, kRecorderLockWaitNs = 20,
                           kRecorderStackNs = 21, kWriterTimeNs = 22, kStalledSeals = 23,
-                          kClockCalibrations = 24, kClockMaxErrorNs = 25, kClockSteps = 26;
+                          kClockCalibrations = 24, kClockMaxErrorNs = 25, kClockSteps = 26,
+                          kRecorderPrologueNs = 27, kRecorderAppendNs = 28;
 }
 }  // namespace field
 

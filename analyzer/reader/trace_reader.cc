@@ -99,6 +99,8 @@ TrailerInfo Convert(const pb::Trailer& t) {
   out.recorder_unwind_ns = t.recorder_unwind_ns();
   out.recorder_lock_wait_ns = t.recorder_lock_wait_ns();
   out.recorder_stack_ns = t.recorder_stack_ns();
+  out.recorder_prologue_ns = t.recorder_prologue_ns();
+  out.recorder_append_ns = t.recorder_append_ns();
   out.writer_time_ns = t.writer_time_ns();
   out.stalled_seals = t.stalled_seals();
   out.clock_calibrations = t.clock_calibrations();

@@ -179,6 +179,8 @@ struct TrailerInfo {
   uint64_t recorder_unwind_ns = 0;
   uint64_t recorder_lock_wait_ns = 0;
   uint64_t recorder_stack_ns = 0;
+  uint64_t recorder_prologue_ns = 0;
+  uint64_t recorder_append_ns = 0;
   uint64_t flushes = 0;
   uint64_t writer_time_ns = 0;  // encoding and writing the buffered events, on any thread (trace.proto)
   uint64_t stalled_seals = 0;

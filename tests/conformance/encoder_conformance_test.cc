@@ -587,6 +587,8 @@ TEST_F(EncoderConformance, CuptiRowsAndNewTrailerCounters) {
   t.clock_calibrations = 24;
   t.clock_max_error_ns = 25;
   t.clock_steps = 26;
+  t.recorder_prologue_ns = 27;
+  t.recorder_append_ns = 28;
   ASSERT_TRUE(WriteTrailer(&buffer_, t));
   const auto tr = OnlyPacket().trailer();
   EXPECT_EQ(tr.python_stacks(), 11u);
@@ -603,6 +605,8 @@ TEST_F(EncoderConformance, CuptiRowsAndNewTrailerCounters) {
   EXPECT_EQ(tr.clock_calibrations(), 24u);
   EXPECT_EQ(tr.clock_max_error_ns(), 25u);
   EXPECT_EQ(tr.clock_steps(), 26u);
+  EXPECT_EQ(tr.recorder_prologue_ns(), 27u);
+  EXPECT_EQ(tr.recorder_append_ns(), 28u);
 }
 
 TEST_F(EncoderConformance, TorchAllocatorEventsAttachAndCounters) {

@@ -435,11 +435,15 @@ TEST_P(PythonTorchBlocks, TrailerSaysWhereTheRecordersTimeWent) {
   EXPECT_GT(trace.trailer.recorder_python_ns, 0u);
   EXPECT_GT(trace.trailer.recorder_unwind_ns, 0u);
   EXPECT_GT(trace.trailer.recorder_stack_ns, 0u);
+  EXPECT_GT(trace.trailer.recorder_prologue_ns, 0u);
+  EXPECT_GT(trace.trailer.recorder_append_ns, 0u);
   const analyzer::test::JsonValue json = AnalyzeJson({"summary", run.trace_path, "--json"});
   EXPECT_EQ(json["health"]["recorder_python_ns"].uinteger(), trace.trailer.recorder_python_ns);
   EXPECT_EQ(json["health"]["recorder_unwind_ns"].uinteger(), trace.trailer.recorder_unwind_ns);
   EXPECT_EQ(json["health"]["recorder_lock_wait_ns"].uinteger(), trace.trailer.recorder_lock_wait_ns);
   EXPECT_EQ(json["health"]["recorder_stack_ns"].uinteger(), trace.trailer.recorder_stack_ns);
+  EXPECT_EQ(json["health"]["recorder_prologue_ns"].uinteger(), trace.trailer.recorder_prologue_ns);
+  EXPECT_EQ(json["health"]["recorder_append_ns"].uinteger(), trace.trailer.recorder_append_ns);
   RemoveRunDir(run);
 }
 

@@ -209,6 +209,8 @@ void WriteHealth(JsonWriter& w, const Overview& o) {
   trailer_field("recorder_unwind_ns", t.recorder_unwind_ns);
   trailer_field("recorder_lock_wait_ns", t.recorder_lock_wait_ns);
   trailer_field("recorder_stack_ns", t.recorder_stack_ns);
+  trailer_field("recorder_prologue_ns", t.recorder_prologue_ns);
+  trailer_field("recorder_append_ns", t.recorder_append_ns);
   trailer_field("flushes", t.flushes);
   trailer_field("writer_time_ns", t.writer_time_ns);
   trailer_field("stalled_seals", t.stalled_seals);

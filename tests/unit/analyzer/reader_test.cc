@@ -606,6 +606,8 @@ TEST(ReaderMetadata, EverythingArrivesInFileOrder) {
   EXPECT_EQ(r.trailer.clock_calibrations, 2007u);
   EXPECT_EQ(r.trailer.clock_max_error_ns, 2008u);
   EXPECT_EQ(r.trailer.clock_steps, 2009u);
+  EXPECT_EQ(r.trailer.recorder_prologue_ns, 2010u);
+  EXPECT_EQ(r.trailer.recorder_append_ns, 2011u);
   EXPECT_TRUE(stats.has_trailer);
   EXPECT_FALSE(stats.truncated);
   EXPECT_EQ(stats.packets, 13u);

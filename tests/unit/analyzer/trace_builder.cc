@@ -308,6 +308,8 @@ TraceBuilder& TraceBuilder::Trailer(uint64_t events, int64_t end_time_ns) {
   t->set_clock_calibrations(2007);
   t->set_clock_max_error_ns(2008);
   t->set_clock_steps(2009);
+  t->set_recorder_prologue_ns(2010);
+  t->set_recorder_append_ns(2011);
   return Packet(p);
 }
 
