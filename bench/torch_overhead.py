@@ -196,7 +196,8 @@ def merge_replicas(results, config):
             m["stalled_seals"] = sum(r.get("stalled_seals", 0) for r in traced)
             if all("recorder_parts_ns_per_row" in r for r in traced):
                 m["recorder_parts_ns_per_row"] = {
-                    part: statistics.median(r["recorder_parts_ns_per_row"][part] for r in traced)
+                    # .get: results written before a part existed (--table-from) count it as 0
+                    part: statistics.median(r["recorder_parts_ns_per_row"].get(part, 0.0) for r in traced)
                     for part in RECORDER_PARTS}
         merged[mode] = m
     return merged
