@@ -1,7 +1,8 @@
 // Not a test: measures how fast the analyzer reads and models a large synthetic trace (target: over 20 million
 // events per second per core for reading + model).
 // Usage: analyzer_benchmark [millions of events] [trace path] [reuse: read the trace left by an earlier run]
-// [read|model: stop after that phase, and skip the component measurements]. With reuse the trace may be any trace
+// [read|model: stop after that phase, and skip the component measurements; own-thread: after reading, only the
+// summary with the layer on its own thread, five times, with each thread's CPU: what a profiler is pointed at]. With reuse the trace may be any trace
 // (a real one): the lines that read it count the events the reader delivered, not the first argument, which then
 // sizes only the components measured alone.
 // The trace mimics a training run: alloc/free pairs over a live set of ~20k allocations, 8 threads, 200 stacks,
@@ -197,7 +198,7 @@ int Main(int argc, char** argv) {
   if (!reuse) std::printf("trace: %s, %llu events\n", path.c_str(), static_cast<unsigned long long>(total));
 
   const std::string only = argc > 4 ? argv[4] : "";
-  if (only != "read" && only != "model") {
+  if (only != "read" && only != "model" && only != "own-thread") {
     // Components alone: the reorder window with events in order, and the live set's insert/remove pattern.
     NullVisitor sink;
     ReorderWindow window;
@@ -290,6 +291,20 @@ int Main(int argc, char** argv) {
               static_cast<double>(stats.bytes) / static_cast<double>(read_events));
 
   if (only == "read") return 0;
+  if (only == "own-thread") {
+    for (int round = 0; round < 5; ++round) {
+      AnalyzeOptions options;
+      options.layer_thread = LayerThreading::kOwnThread;
+      timer = ReadTimer();
+      ThreadCpuSampler sampler;
+      if (!Analyze(path, options).ok()) return 1;
+      timer.Print("the layer on its own thread:", read_events);
+      std::printf("    CPU by thread:");
+      for (const auto& [name, seconds] : sampler.Stop()) std::printf(" %s %.2f s", name.c_str(), seconds);
+      std::printf("\n");
+    }
+    return 0;
+  }
   timer = ReadTimer();
   ModelVisitor model;
   if (!ReadTrace(path, model, &stats).ok()) return 1;
