@@ -30,8 +30,7 @@ void ResetForForkedChildLocked() {
   Self().thread_index = 0;  // the forking thread is the child's only thread
   Self().name_changed = false;
   g_output.stop_flusher = false;  // the parent's flush thread does not exist here; Start() makes the child's own
-  pthread_cond_t fresh = PTHREAD_COND_INITIALIZER;
-  g_output.flusher_wake = fresh;
+  g_output.flusher_wake.Reset();
   g_health.ResetForForkedChild();
   ResetClockHealth();
   g_tables.notices_written = 0;
@@ -57,6 +56,7 @@ void AtForkChild() {
   } else {
     g_session.forked_before_start = true;  // Start() decides, at the child's first event (follow-fork or not)
   }
+  g_locks.record.ForgetSleepers();  // threads of the parent waiting for it are not in the child
   g_locks.UnlockAll();
 }
 

@@ -80,7 +80,7 @@ void EnsureDevice(int32_t device) {
     record.name = device < 0 ? "host" : "";
   }
   DriverVersion(&record.driver_version);
-  pthread_mutex_lock(&g_locks.record);
+  g_locks.record.Lock();
   if (!written) {
     if (WriteDevice(g_output.packets(), record)) {
       __atomic_store_n(&written, true, __ATOMIC_RELEASE);
@@ -88,7 +88,7 @@ void EnsureDevice(int32_t device) {
       g_output.packets()->ClearError();
     }
   }
-  pthread_mutex_unlock(&g_locks.record);
+  g_locks.record.Unlock();
 }
 
 // ---- Recording one event, step by step (Record() at the end calls them in order).
@@ -358,7 +358,7 @@ void FlushOrSealLocked(const CallRecord& call) {
     FlushNowLocked();
   } else if (g_output.queue.batch_full()) {
     SealLocked();
-    pthread_cond_signal(&g_output.flusher_wake);
+    g_output.flusher_wake.Signal();
   }
 }
 
@@ -412,7 +412,7 @@ bool MergeCompletedFree(const CallRecord& call, ThreadState& self) {
   EventClock clock{};
   clock.timing = DrawTiming(self);
   if (clock.timing.total_weight != 0) clock.start_ns = NowNs();
-  pthread_mutex_lock(&g_locks.record);
+  g_locks.record.Lock();
   EventRecord* last =
       g_session.running() ? RequestCompletedLocked(call.address, call.device, self.thread_index) : nullptr;
   if (last != nullptr) {
@@ -422,7 +422,7 @@ bool MergeCompletedFree(const CallRecord& call, ThreadState& self) {
     clock.timing.parts_weight = 0;
     AddRecorderTimeLocked(clock);
   }
-  pthread_mutex_unlock(&g_locks.record);
+  g_locks.record.Unlock();
   return last != nullptr;
 }
 
@@ -447,9 +447,9 @@ size_t RefreshModules() {
   g_modules.scanned.store(g_modules.map.size(), std::memory_order_release);
   if (added > 0 || g_modules.unwritten) {
     g_modules.unwritten = false;
-    pthread_mutex_lock(&g_locks.record);
+    g_locks.record.Lock();
     WriteNewModulesLocked();
-    pthread_mutex_unlock(&g_locks.record);
+    g_locks.record.Unlock();
   }
   pthread_mutex_unlock(&g_locks.modules);
   return added;
@@ -471,9 +471,9 @@ void NotePythonSupportLocked(PythonSupport support, const char* message) {
 void RetryPythonLookup() {
   if (!g_session.config.python_frames || PythonFramesSupport() != PythonSupport::kAbsent) return;
   PythonSupport support = InitPythonFrames(true);
-  pthread_mutex_lock(&g_locks.record);
+  g_locks.record.Lock();
   NotePythonSupportLocked(support, PythonSupportMessage());
-  pthread_mutex_unlock(&g_locks.record);
+  g_locks.record.Unlock();
 }
 
 // ---- recorder.h
@@ -510,7 +510,7 @@ bool FindLoadedModule(const char* file_name_prefix, size_t* next_index, ModuleEn
 
 void NoteOnce(format::NoticeCode code, const char* message) {
   uint32_t bit = 1u << (static_cast<uint32_t>(code) & 31);
-  pthread_mutex_lock(&g_locks.record);
+  g_locks.record.Lock();
   if (g_session.running() && (g_tables.notices_written & bit) == 0) {
     if (WriteNotice(g_output.packets(), static_cast<uint32_t>(code), message, NowNs())) {
       g_tables.notices_written |= bit;
@@ -518,19 +518,19 @@ void NoteOnce(format::NoticeCode code, const char* message) {
       g_output.packets()->ClearError();
     }
   }
-  pthread_mutex_unlock(&g_locks.record);
+  g_locks.record.Unlock();
 }
 
 void NoteAllocatorAttached(const AllocatorAttachRecord& attach) {
-  pthread_mutex_lock(&g_locks.record);
+  g_locks.record.Lock();
   if (g_session.running() && !WriteAllocatorAttach(g_output.packets(), attach)) g_output.packets()->ClearError();
-  pthread_mutex_unlock(&g_locks.record);
+  g_locks.record.Unlock();
 }
 
 void NoteAllocatorIgnored() {
-  pthread_mutex_lock(&g_locks.record);
+  g_locks.record.Lock();
   ++g_health.recording.allocator_ignored;
-  pthread_mutex_unlock(&g_locks.record);
+  g_locks.record.Unlock();
 }
 
 void RecordPhase(uint32_t kind, const char* name, size_t name_size, uint64_t range_id, uint32_t domain) {
@@ -547,7 +547,7 @@ void RecordPhase(uint32_t kind, const char* name, size_t name_size, uint64_t ran
   // kept here before Start() writes the pending ones, or written after it.
   const bool before_start = state != kRunning;
   if (before_start) pthread_mutex_lock(&g_locks.start);
-  pthread_mutex_lock(&g_locks.record);
+  g_locks.record.Lock();
   state = g_session.state.load(std::memory_order_acquire);
   if (state == kRunning) {
     EnsureThreadLocked(self, thread_name);
@@ -561,7 +561,7 @@ void RecordPhase(uint32_t kind, const char* name, size_t name_size, uint64_t ran
     g_tables.pending_phases.Note(kind, self.thread_index, Gettid(), thread_name, name, name_size, range_id, domain,
                                  now);
   }
-  pthread_mutex_unlock(&g_locks.record);
+  g_locks.record.Unlock();
   if (before_start) pthread_mutex_unlock(&g_locks.start);
   errno = saved_errno;
   --self.in_recorder;
@@ -573,9 +573,9 @@ __attribute__((noinline)) void WriteProcessesAfterFailure(const EventRecord& ev)
   GpuProcessesRecord processes;
   ListGpuProcessesAtFailure(ev.device, ev.time_ns, &processes);
   processes.after_seq = ev.seq;
-  pthread_mutex_lock(&g_locks.record);
+  g_locks.record.Lock();
   if (g_session.running() && !WriteGpuProcesses(g_output.packets(), processes)) g_output.packets()->ClearError();
-  pthread_mutex_unlock(&g_locks.record);
+  g_locks.record.Unlock();
 }
 
 // One event: what it is, its device, the driver's view and its stack, outside the lock; appended to the open unit
@@ -609,14 +609,14 @@ void Record(const CallRecord& call) {
   char thread_name[16] = "";
   if (self.thread_index == 0 || self.name_changed) prctl(PR_GET_NAME, thread_name);
 
-  pthread_mutex_lock(&g_locks.record);
+  g_locks.record.Lock();
   clock.locked_ns = clock.PartNow();
   if (g_session.running()) {
     AppendLocked(call, kind, self, thread_name, &stack, sampled ? &sample : nullptr, &clock, &ev);
   } else {
     g_health.dropped.fetch_add(1, std::memory_order_relaxed);
   }
-  pthread_mutex_unlock(&g_locks.record);
+  g_locks.record.Unlock();
   if (call.seq != 0) SequenceDone(call.seq);  // appended (or dropped): the mark may pass it
   // A failed allocation: who else holds the device's memory (NVML), placed right after the failure.
   if (kind.is_alloc && call.result != 0 && !call.cupti_only && GpuProcessesDueAtFailure(ev.device, clock.start_ns)) {

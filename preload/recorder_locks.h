@@ -8,6 +8,8 @@
 
 #include <pthread.h>
 
+#include "preload/record_lock.h"
+
 namespace cumemtrace::preload {
 
 struct RecorderLocks {
@@ -15,8 +17,9 @@ struct RecorderLocks {
   pthread_mutex_t start = PTHREAD_MUTEX_INITIALIZER;
   // 2. The module map. Scans take the loader's lock (dl_iterate_phdr), so they run under this one, not `record`.
   pthread_mutex_t modules = PTHREAD_MUTEX_INITIALIZER;
-  // 3. The recording side: what every event writes to (the open unit of the output queue, the tables).
-  pthread_mutex_t record = PTHREAD_MUTEX_INITIALIZER;
+  // 3. The recording side: what every event writes to (the open unit of the output queue, the tables). Every event
+  // takes it, so it is a lighter lock than the others (record_lock.h).
+  RecordLock record;
   // 4. The writer: the sink and what only the writer touches. The flush thread writes holding this lock alone, so
   // no recording thread waits for I/O.
   pthread_mutex_t io = PTHREAD_MUTEX_INITIALIZER;
@@ -24,12 +27,12 @@ struct RecorderLocks {
   void LockAll() {
     pthread_mutex_lock(&start);
     pthread_mutex_lock(&modules);
-    pthread_mutex_lock(&record);
+    record.Lock();
     pthread_mutex_lock(&io);  // a write in progress ends first: a forked child copies no half-written unit
   }
   void UnlockAll() {
     pthread_mutex_unlock(&io);
-    pthread_mutex_unlock(&record);
+    record.Unlock();
     pthread_mutex_unlock(&modules);
     pthread_mutex_unlock(&start);
   }

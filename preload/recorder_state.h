@@ -80,7 +80,7 @@ struct TraceOutput {
   uint64_t next_header_copy_at = 1;
   // The flush thread's control, under g_locks.record.
   bool stop_flusher = false;
-  pthread_cond_t flusher_wake = PTHREAD_COND_INITIALIZER;
+  WakeSignal flusher_wake;  // signalled under g_locks.record
 
   // The packet buffer of the open unit: what the recording threads write under g_locks.record.
   ByteBuffer* packets() { return queue.packets(); }

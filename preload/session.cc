@@ -172,10 +172,10 @@ void FinishTrace() {
   RetryPythonLookup();  // a Python loaded since the last flush still gets its notice
   NoteTorchTrackerAtEnd(g_session.config.torch_blocks);
   UnwindMemoReport();
-  pthread_mutex_lock(&g_locks.record);
+  g_locks.record.Lock();
   if (g_session.running()) {
     g_output.stop_flusher = true;
-    pthread_cond_signal(&g_output.flusher_wake);
+    g_output.flusher_wake.Signal();
     g_session.Stop();  // events from destructors that run after this one are not recorded
     FlushNowLocked();
     pthread_mutex_lock(&g_locks.io);  // the stack table is the writer's
@@ -211,7 +211,7 @@ void FinishTrace() {
     }
     pthread_mutex_unlock(&g_locks.io);
   }
-  pthread_mutex_unlock(&g_locks.record);
+  g_locks.record.Unlock();
   --self.in_recorder;
 }
 
@@ -283,7 +283,7 @@ void Start() {
   ResetGpuProcessSampling(static_cast<int64_t>(g_session.config.process_sample_ms) * 1000000);
   InitNativeStacks();
   StartCuptiOnce();
-  pthread_mutex_lock(&g_locks.record);
+  g_locks.record.Lock();
   WriteHeaderLocked();
   WritePendingPhasesLocked();
   NotePythonSupportLocked(PythonFramesSupport(), PythonSupportMessage());
@@ -291,7 +291,7 @@ void Start() {
   // Written now, on this thread: a trace file that exists always starts with its header, even in a forked child
   // that ends with _exit before its flush thread wrote anything. The one write of the header the program waits for.
   FlushNowLocked();
-  pthread_mutex_unlock(&g_locks.record);
+  g_locks.record.Unlock();
   RefreshModules();
   // Running before the flush thread starts: it leaves at any other state.
   g_session.state.store(kRunning, std::memory_order_release);

@@ -157,23 +157,16 @@ namespace {
 
 // A periodic list of a GPU's processes, placed after the last event numbered so far.
 void WriteSampledProcesses(GpuProcessesRecord& record) {
-  pthread_mutex_lock(&g_locks.record);
+  g_locks.record.Lock();
   if (g_session.running()) {
     record.after_seq = LastSequence();
     if (!WriteGpuProcesses(g_output.packets(), record)) g_output.packets()->ClearError();
   }
-  pthread_mutex_unlock(&g_locks.record);
+  g_locks.record.Unlock();
 }
 
-// CLOCK_REALTIME (pthread_cond_timedwait's clock) one flush period from now.
-timespec NextFlushDeadline() {
-  timespec deadline;
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  int64_t ns = deadline.tv_nsec + static_cast<int64_t>(g_session.config.flush_ms) * 1000000;
-  deadline.tv_sec += ns / 1000000000;
-  deadline.tv_nsec = ns % 1000000000;
-  return deadline;
-}
+// One flush period from now, on CLOCK_MONOTONIC.
+int64_t NextFlushDeadline() { return MonotonicNs() + static_cast<int64_t>(g_session.config.flush_ms) * 1000000; }
 
 // Writes each unit a recording thread seals, as soon as it is sealed, and every CUMEMTRACE_FLUSH_MS seals and writes
 // what the recording threads left in the open unit (so a killed process loses at most that much), after looking
@@ -182,32 +175,35 @@ void* FlusherMain(void*) {
   Self().in_recorder = 1;
   RetryPythonLookup();  // for a Python loaded between this library's constructor and the start of tracing
   LoadBatchCompression();  // here, holding none of the preload's locks: dlopen takes the loader's lock
-  pthread_mutex_lock(&g_locks.record);
-  timespec deadline = NextFlushDeadline();
+  g_locks.record.Lock();
+  int64_t deadline = NextFlushDeadline();
   while (!g_output.stop_flusher) {
-    int wait = 0;
-    while (!g_output.stop_flusher && !g_output.queue.HasSealed() && wait != ETIMEDOUT) {
-      wait = pthread_cond_timedwait(&g_output.flusher_wake, &g_locks.record, &deadline);
+    bool timed_out = false;
+    while (!g_output.stop_flusher && !g_output.queue.HasSealed() && !timed_out) {
+      const uint32_t seen = g_output.flusher_wake.Count();  // a seal or a stop after this read wakes the wait
+      g_locks.record.Unlock();
+      timed_out = !g_output.flusher_wake.WaitUntil(seen, deadline);
+      g_locks.record.Lock();
     }
     if (g_output.stop_flusher || !g_session.running()) break;
     CalibrateClockLocked();
-    if (wait == ETIMEDOUT) {
-      pthread_mutex_unlock(&g_locks.record);
+    if (timed_out) {
+      g_locks.record.Unlock();
       RecheckClocksource();
       if (RefreshModules() > 0) RetryPythonLookup();
       SampleGpuProcesses(NowNs(), WriteSampledProcesses);  // NVML is slow: never on the program's threads
-      pthread_mutex_lock(&g_locks.record);
+      g_locks.record.Lock();
       if (!g_session.running()) break;
       SealLocked();
       deadline = NextFlushDeadline();
     }
-    pthread_mutex_unlock(&g_locks.record);
+    g_locks.record.Unlock();
     pthread_mutex_lock(&g_locks.io);
     WriteSealedIoLocked();
     pthread_mutex_unlock(&g_locks.io);
-    pthread_mutex_lock(&g_locks.record);
+    g_locks.record.Lock();
   }
-  pthread_mutex_unlock(&g_locks.record);
+  g_locks.record.Unlock();
   return nullptr;
 }
 
