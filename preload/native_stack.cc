@@ -169,16 +169,20 @@ bool SameStack(const uintptr_t* a, int a_count, bool a_truncated, const uintptr_
 
 }  // namespace
 
-int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated, uint32_t* dropped, bool keep_outermost) {
+int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated, uint32_t* dropped, bool keep_outermost,
+                 uint64_t** memo_note) {
   *truncated = false;
   *dropped = 0;
+  uint64_t* note = nullptr;
+  if (memo_note != nullptr) *memo_note = nullptr;
   if (max_depth <= 0) return 0;
   // Where this call lies on the thread's stack: the same place and the same frames above it make the same stack.
   volatile char place_marker = 0;
   const uintptr_t place = reinterpret_cast<uintptr_t>(&place_marker);
   bool verify = false;
-  const int remembered = UnwindMemoLookup(place, max_depth, keep_outermost, pcs, truncated, dropped, &verify);
+  const int remembered = UnwindMemoLookup(place, max_depth, keep_outermost, pcs, truncated, dropped, &verify, &note);
   if (remembered >= 0) {
+    if (memo_note != nullptr) *memo_note = note;
     if (!verify) return remembered;
     uintptr_t unwound[kMaxStackDepth];
     bool unwound_truncated = false;
@@ -186,6 +190,7 @@ int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated, uint32_t* dropp
     const int count = UnwindStack(unwound, max_depth, &unwound_truncated, &unwound_dropped, keep_outermost);
     if (count >= 0 && SameStack(pcs, remembered, *truncated, unwound, count, unwound_truncated)) return remembered;
     UnwindMemoMismatch();
+    if (memo_note != nullptr) *memo_note = nullptr;  // these frames are the unwinder's, not the entry's
     if (count > 0) memcpy(pcs, unwound, sizeof(uintptr_t) * static_cast<size_t>(count));
     *truncated = unwound_truncated;
     *dropped = unwound_dropped;

@@ -20,7 +20,10 @@ void InitNativeStacks();
 // middle: *truncated is set and *dropped counts the frames left out.
 // `keep_outermost` false: a deeper stack keeps only its innermost frames (one cheap unwind), for callers whose
 // user lines come from elsewhere (the thread's Python frames, which are never cut).
-int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated, uint32_t* dropped, bool keep_outermost = true);
+// `memo_note`, if given: set to the unwind memo's note of the entry the frames came from (unwind_memo.h), nullptr
+// when they were unwound.
+int CaptureStack(uintptr_t* pcs, int max_depth, bool* truncated, uint32_t* dropped, bool keep_outermost = true,
+                 uint64_t** memo_note = nullptr);
 
 // How a stack of `max_depth` frames is split when the real one is deeper: the outermost frames kept.
 int OutermostFramesKept(int max_depth);

@@ -48,6 +48,7 @@ bool OutputQueue::Seal(uint64_t complete_below) {
   unit.complete_below = complete_below;
   // Release: the writer that reads the new tail sees the unit's contents.
   tail_.store(tail + 1, std::memory_order_release);
+  ++generation_;
   return true;
 }
 
@@ -78,6 +79,7 @@ void OutputQueue::Empty(Unit* unit) {
 void OutputQueue::Clear() {
   for (Unit& unit : units_) Empty(&unit);
   head_.store(0, std::memory_order_relaxed);
+  ++generation_;  // a forked child's threads may remember stacks kept in the parent's units
   tail_.store(0, std::memory_order_relaxed);
 }
 

@@ -56,6 +56,9 @@ class OutputQueue {
   // Keeps a stack of the open unit for the writer to intern; returns what the event's `stack` holds until then
   // (1 + its offset), or 0 if memory ran out (the event then has no stack, as when interning fails).
   uint64_t KeepStack(const uint64_t* frames, int count);
+  // Names the open unit among every unit this process has opened (never reused, not even after Clear): a stack
+  // kept in the unit of this generation may be named again by a later event of the same unit.
+  uint64_t open_generation() const { return generation_; }
 
   // Moves the open unit, if it holds anything, behind the sealed ones and opens an empty one. Returns false, and
   // changes nothing, when kMaxSealed units wait already: the caller writes them first.
@@ -81,6 +84,7 @@ class OutputQueue {
   // only under the recorder's lock, head_ only under the writer's.
   std::atomic<uint64_t> head_{0};
   std::atomic<uint64_t> tail_{0};
+  uint64_t generation_ = 1;  // under the recorder's lock: one more with every unit opened
 };
 
 }  // namespace cumemtrace::preload

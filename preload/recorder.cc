@@ -184,12 +184,14 @@ struct TakenStack {
   int depth;  // native frames in pcs; < 0: the unwind failed
   bool truncated;
   uint32_t dropped_frames;
+  uint64_t* memo_note;  // the unwind memo's note of the entry pcs came from; nullptr when unwound (KeepStackLocked)
 };
 
 void TakeStack(const CallRecord& call, const EventKind& kind, EventClock* clock, TakenStack* stack) {
   const Config& config = g_session.config;
   stack->truncated = false;
   stack->dropped_frames = 0;
+  stack->memo_note = nullptr;
   // Reports use the stacks of allocations (and of failures); a successful free carries none unless asked: the
   // unwind is the costliest part of the hook, and half the events are frees. PyTorch's allocator entries follow
   // the same rule: a block handed out and a failed request carry the stack that asked; the rest none, except a
@@ -216,7 +218,7 @@ void TakeStack(const CallRecord& call, const EventKind& kind, EventClock* clock,
   // time on every block allocation. A cut by design, not counted as truncated (the header says the depth).
   const bool torch_from_python = kind.is_torch && !keep_outermost;
   stack->depth = CaptureStack(stack->pcs, torch_from_python ? TorchStackDepth() : stack->wanted_depth,
-                              &stack->truncated, &stack->dropped_frames, keep_outermost);
+                              &stack->truncated, &stack->dropped_frames, keep_outermost, &stack->memo_note);
   if (torch_from_python) stack->truncated = false;
   clock->unwind_end_ns = clock->PartNow();
 }
@@ -275,16 +277,9 @@ int ComposeStackLocked(uint32_t thread, const uintptr_t* native, int native_coun
 
 static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "stacks are kept as 64-bit words");
 
-// Counts what the unwind lost, and keeps the composed stack in the open unit for the writer to intern. Returns
-// what the event's `stack` holds. Called with g_locks.record held.
-uint64_t KeepStackLocked(uint32_t thread, TakenStack* stack) {
-  HealthCounters::Recording& health = g_health.recording;
-  if (stack->depth < 0) {
-    ++health.unwind_failures;
-    stack->depth = 0;
-  }
-  if (stack->truncated) ++health.truncated_stacks;
-  health.dropped_frames += stack->dropped_frames;
+// Composes the stack (ComposeStackLocked) and keeps it in the open unit; returns what the event's `stack` holds.
+// Called with g_locks.record held.
+uint64_t KeepComposedStackLocked(uint32_t thread, const TakenStack* stack) {
   // Without Python frames to splice in, the native frames are the stack: kept from where they were taken.
   if (stack->python_capture == PythonCapture::kOff) {
     return g_output.queue.KeepStack(reinterpret_cast<const uint64_t*>(stack->pcs), stack->depth);
@@ -296,6 +291,37 @@ uint64_t KeepStackLocked(uint32_t thread, TakenStack* stack) {
   int frame_count = ComposeStackLocked(thread, stack->pcs, stack->depth, stack->python_capture, stack->python,
                                        frames, static_cast<int>(sizeof(frames) / sizeof(frames[0])));
   return g_output.queue.KeepStack(reinterpret_cast<const uint64_t*>(frames), frame_count);
+}
+
+// Counts what the unwind lost, and keeps the composed stack in the open unit for the writer to intern. Returns
+// what the event's `stack` holds. Called with g_locks.record held.
+uint64_t KeepStackLocked(uint32_t thread, TakenStack* stack) {
+  HealthCounters::Recording& health = g_health.recording;
+  if (stack->depth < 0) {
+    ++health.unwind_failures;
+    stack->depth = 0;
+  }
+  if (stack->truncated) ++health.truncated_stacks;
+  health.dropped_frames += stack->dropped_frames;
+  // A stack of native frames alone (no Python frames to splice in: every stack of the autograd engine's threads,
+  // which allocate half of a training step's tensors, and of programs without Python) that came from the unwind
+  // memo is a function of the memo's entry: it is kept once per unit, and later events of the unit name that copy
+  // (copying 64 frames twice was most of what such an event spent composing). The note lives in the entry
+  // (unwind_memo.h), zeroed whenever the entry is made again.
+  const PythonCapture capture = stack->python_capture;
+  const bool frames_alone = capture == PythonCapture::kOff || capture == PythonCapture::kNoThreadState ||
+                            (capture == PythonCapture::kOk && stack->python.count == 0);
+  uint64_t* note = frames_alone ? stack->memo_note : nullptr;
+  if (note == nullptr) return KeepComposedStackLocked(thread, stack);
+  // The unit that holds the copy, and whether the copy ends in ComposeStackLocked's no-Python marker.
+  const uint64_t kept_as = g_output.queue.open_generation() * 2 + (capture == PythonCapture::kOff ? 0 : 1);
+  if (note[0] == kept_as) return note[1];
+  const uint64_t kept = KeepComposedStackLocked(thread, stack);
+  if (kept != 0) {
+    note[0] = kept_as;
+    note[1] = kept;
+  }
+  return kept;
 }
 
 // The row a completed free (of `address` on `device`, by `thread`) turns into a torch.free row: the last one, if it

@@ -85,12 +85,23 @@ void WriteSealedIoLocked() {
     ByteBuffer* out = &unit->packets;
     // The stacks, interned here rather than under g_locks.record on the thread that allocated (hashing and
     // comparing cached stacks that the program's own work has pushed out of the caches); the nodes they add go
-    // before the events that name them.
+    // before the events that name them. Events may name one kept copy (KeepStackLocked): a small cache by the
+    // copy's place interns it once.
+    constexpr size_t kRecent = 64;
+    uint64_t recent_kept[kRecent] = {};  // 1 + offset of the copy; 0: empty
+    uint64_t recent_id[kRecent];
     for (size_t i = 0; i < unit->event_count; ++i) {
       EventRecord& ev = unit->events[i];
       if (ev.stack == 0) continue;
+      const size_t slot = (ev.stack * 0x9e3779b97f4a7c15ull) >> 58;  // 64 slots
+      if (recent_kept[slot] == ev.stack) {
+        ev.stack = recent_id[slot];
+        continue;
+      }
       const uint64_t* kept = &unit->stacks[ev.stack - 1];
+      recent_kept[slot] = ev.stack;
       ev.stack = stacks.Intern(reinterpret_cast<const uintptr_t*>(kept + 1), static_cast<int>(kept[0]));
+      recent_id[slot] = ev.stack;
     }
     if (stacks.first_pending() < stacks.next_id()) {
       if (WriteStackNodes(out, stacks, stacks.first_pending(), stacks.next_id())) {

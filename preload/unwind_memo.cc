@@ -46,6 +46,7 @@ struct Entry {
   // The program's frames among the checked values, in order, kept apart so that a hit copies them in one piece
   // (our own frames and saved rbps lie between them).
   uintptr_t frames[kMemoFrames];
+  uint64_t note[2];  // the caller's (UnwindMemoLookup)
 };
 
 // The places and requests of a set's ways, apart from their entries: a lookup finds its place's ways here (4
@@ -147,8 +148,9 @@ void InitUnwindMemo() {
 }
 
 int UnwindMemoLookup(uintptr_t place, int max_depth, bool keep_outermost, uintptr_t* pcs, bool* truncated,
-                     uint32_t* dropped, bool* verify) {
+                     uint32_t* dropped, bool* verify, uint64_t** note) {
   *verify = false;
+  *note = nullptr;
   if (g_mode.load(std::memory_order_relaxed) == UnwindMemoMode::kOff || max_depth > kMemoFrames) return -1;
   Table* table = ThisThreadsTable();
   if (table == nullptr) return -1;
@@ -157,12 +159,13 @@ int UnwindMemoLookup(uintptr_t place, int max_depth, bool keep_outermost, uintpt
   for (int way = 0; way < kWays; ++way) {
     const Tag& tag = set.tags[way];
     if (tag.place != place || tag.max_depth != max_depth || tag.keep_outermost != keep_outermost) continue;
-    const Entry& e = set.ways[way];
+    Entry& e = set.ways[way];
     if (!Holds(e, place)) continue;
     const int n = e.count;
     memcpy(pcs, e.frames, sizeof(uintptr_t) * static_cast<size_t>(n));
     *truncated = e.truncated;
     *dropped = 0;
+    *note = e.note;
     ++table->hits;
     table->learn = false;
     table->hit_set = &set;
@@ -254,6 +257,7 @@ void UnwindMemoLearn(uintptr_t place, int max_depth, bool keep_outermost, const 
   memcpy(e.slots, slots, sizeof(uint32_t) * static_cast<size_t>(checks));
   memcpy(e.values, values, sizeof(uintptr_t) * static_cast<size_t>(checks));
   memcpy(e.frames, pcs, sizeof(uintptr_t) * static_cast<size_t>(count));  // checked above: the program's frames
+  e.note[0] = e.note[1] = 0;
   std::atomic_signal_fence(std::memory_order_seq_cst);
   set.tags[way] = Tag{place, static_cast<int16_t>(max_depth), keep_outermost};
   if (Counting()) g_entries.fetch_add(1, std::memory_order_relaxed);

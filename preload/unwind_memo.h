@@ -34,9 +34,11 @@ void InitUnwindMemo();
 
 // A remembered stack for this place and request: fills pcs, *truncated, *dropped and returns the frame count, or
 // returns -1. *verify: the caller must unwind this stack as well and call UnwindMemoMismatch() if they differ (one
-// hit in 256; every hit when checking).
+// hit in 256; every hit when checking). *note (on a hit; else nullptr): two words the caller may keep with this
+// entry, zero when the entry was made (a new entry for the place starts from zero again); valid until this
+// thread's next lookup.
 int UnwindMemoLookup(uintptr_t place, int max_depth, bool keep_outermost, uintptr_t* pcs, bool* truncated,
-                     uint32_t* dropped, bool* verify);
+                     uint32_t* dropped, bool* verify, uint64_t** note);
 
 // After a miss and an unwind that gave pcs[0, count): remembers it when this place missed just before (and the
 // stack checks out). Must be called from the frame that unwound, or one called from it.

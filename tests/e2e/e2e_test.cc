@@ -402,6 +402,33 @@ TEST(E2eConfig, VariableFramesAreNotTakenForEachOther) {
   if (!testing::Test::HasFailure()) RemoveRunDir(run);
 }
 
+// A stack of native frames alone that the unwind memo gives is kept once per batch and named again by the batch's
+// later events (recorder.cc, KeepStackLocked): each of four threads allocates 3000 times from one call site, over
+// three batches of 8192 events, and every allocation of a thread carries the frames its first one was unwound to.
+TEST(E2eConfig, StacksKeptOncePerBatchGiveEveryEventItsOwnFrames) {
+  const RunResult run = RunProgram({.program = "storm", .args = {"threads", "4", "3000"}});
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  const CollectedTrace trace = CollectTrace(run.trace_path);
+  ASSERT_TRUE(trace.status.ok()) << trace.status << "\n" << run.Describe();
+  std::map<uint32_t, std::vector<uint64_t>> first_by_thread;
+  size_t allocations = 0;
+  for (const Event& event : trace.events) {
+    if (event.info->op != Op::kAlloc) continue;
+    ASSERT_NE(event.stack, 0u);
+    std::vector<uint64_t> pcs;
+    ASSERT_TRUE(trace.StackPcs(event.stack, &pcs).ok());
+    ASSERT_FALSE(pcs.empty());
+    auto [first, inserted] = first_by_thread.try_emplace(event.thread, pcs);
+    if (!inserted) {
+      ASSERT_EQ(pcs, first->second) << "allocation " << allocations << " of thread " << event.thread;
+    }
+    ++allocations;
+  }
+  EXPECT_EQ(allocations, 12000u);
+  EXPECT_EQ(first_by_thread.size(), 4u);
+  if (!testing::Test::HasFailure()) RemoveRunDir(run);
+}
+
 // A trace that cannot be written: one warning on stderr, and the program runs as if untraced.
 TEST(E2eConfig, UnwritableOutputWarnsOnceAndTheProgramRunsOn) {
   const RunResult run =
@@ -527,3 +554,4 @@ TEST(E2eTruncation, ReaderSurvivesACutAtEveryOffset) {
 
 }  // namespace
 }  // namespace cumemtrace::e2e
+
