@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <utility>
 
 #include "preload/log.h"
 #include "preload/module_map.h"
@@ -49,12 +50,15 @@ struct Entry {
   uint64_t note[2];  // the caller's (UnwindMemoLookup)
 };
 
-// The places and requests of a set's ways, apart from their entries: a lookup finds its place's ways here (4
-// cache lines) before it touches an entry (1.2 KB).
+// The places and requests of a set's ways, apart from their entries: a lookup finds its place's ways here (8
+// cache lines) before it touches an entry (1.2 KB). With the entry's first check (the program's innermost frame,
+// Learn), so that the ways of other call sites at the same place are passed over without reading their entries.
 struct Tag {
   uintptr_t place;  // 0: empty
   int16_t max_depth;
   bool keep_outermost;
+  uint32_t first_slot;
+  uintptr_t first_value;
 };
 
 struct Set {
@@ -113,8 +117,8 @@ Set& SetFor(Table& table, uintptr_t place) {
   return table.sets[((static_cast<uint64_t>(place) >> 3) * 0x9e3779b97f4a7c15ull) >> (64 - kSetBits)];
 }
 
-// The entry's return addresses are in their slots (its tag was checked). Slots are read innermost first and the
-// first that differs ends the check.
+// The entry's return addresses are in their slots (its tag was checked). Slots are read in the entry's order (the
+// program's innermost frame, then the rest innermost first) and the first that differs ends the check.
 bool Holds(const Entry& e, uintptr_t place) {
   if (e.count <= 0) return false;
   for (int i = 0; i < e.checks; ++i) {
@@ -158,7 +162,10 @@ int UnwindMemoLookup(uintptr_t place, int max_depth, bool keep_outermost, uintpt
   Set& set = SetFor(*table, place);
   for (int way = 0; way < kWays; ++way) {
     const Tag& tag = set.tags[way];
-    if (tag.place != place || tag.max_depth != max_depth || tag.keep_outermost != keep_outermost) continue;
+    if (tag.place != place || tag.max_depth != max_depth || tag.keep_outermost != keep_outermost ||
+        *reinterpret_cast<const uintptr_t*>(place + tag.first_slot) != tag.first_value) {
+      continue;
+    }
     Entry& e = set.ways[way];
     if (!Holds(e, place)) continue;
     const int n = e.count;
@@ -244,6 +251,17 @@ void UnwindMemoLearn(uintptr_t place, int max_depth, bool keep_outermost, const 
     values[checks++] = rbp;
   }
   if (given != count || checks == 0) return;
+  // The slot of the program's innermost frame goes first: stacks that share a place (call sites at one depth) share
+  // our own frames and usually the outermost ones, and differ there, so a lookup that tries the wrong entry of a
+  // set fails at its first read. Every slot is still checked on a hit (the order does not change what Holds means).
+  for (int i = 0; i < checks; ++i) {
+    if (values[i] != pcs[0]) continue;
+    for (int j = i; j > 0; --j) {
+      std::swap(slots[j], slots[j - 1]);
+      std::swap(values[j], values[j - 1]);
+    }
+    break;
+  }
   Set& set = SetFor(*t_table, place);
   const uint32_t way = set.next++ % kWays;
   // The tag last: a lookup never finds an entry half written (the recorder does not run inside itself; should a
@@ -259,7 +277,7 @@ void UnwindMemoLearn(uintptr_t place, int max_depth, bool keep_outermost, const 
   memcpy(e.frames, pcs, sizeof(uintptr_t) * static_cast<size_t>(count));  // checked above: the program's frames
   e.note[0] = e.note[1] = 0;
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  set.tags[way] = Tag{place, static_cast<int16_t>(max_depth), keep_outermost};
+  set.tags[way] = Tag{place, static_cast<int16_t>(max_depth), keep_outermost, slots[0], values[0]};
   if (Counting()) g_entries.fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -17,7 +17,7 @@
 // ever differ, the memo is turned off for the process and a warning says so.
 //
 // Tables are per thread (a slot address means nothing on another thread's stack), made on the thread's first stack
-// (mmap, about 375 KiB, of which only the entries used are touched) and unmapped when it exits.
+// (mmap, about 385 KiB, of which only the entries used are touched) and unmapped when it exits.
 // CUMEMTRACE_UNWIND_MEMO=0 turns the memo off; =check unwinds every stack as well and counts the entries that would
 // have given another stack (said at exit; expected: none).
 #ifndef CUMEMTRACE_PRELOAD_UNWIND_MEMO_H_
