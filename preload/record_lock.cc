@@ -1,6 +1,7 @@
 // RecordLock and WakeSignal (see record_lock.h).
 #include "preload/record_lock.h"
 
+#include <errno.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -22,14 +23,19 @@ void CpuRelax() {
 }
 
 // Sleeps while *word == expected, at most `ns` (a relative timeout), or until woken. Any error (the word changed,
-// a signal, the timeout) just returns: every caller looks again.
+// a signal, the timeout) just returns: every caller looks again. errno is the program's: syscall() sets it on those
+// errors (a pthread mutex never touched it), so it is kept.
 void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, int64_t ns) {
+  const int saved_errno = errno;
   timespec timeout{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, &timeout, nullptr, 0);
+  errno = saved_errno;
 }
 
 void FutexWake(std::atomic<uint32_t>* word, int count) {
+  const int saved_errno = errno;
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
+  errno = saved_errno;
 }
 
 static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "a futex word is 32 bits");

@@ -50,7 +50,7 @@ struct Entry {
   uint64_t note[2];  // the caller's (UnwindMemoLookup)
 };
 
-// The places and requests of a set's ways, apart from their entries: a lookup finds its place's ways here (8
+// The places and requests of a set's ways, apart from their entries: a lookup finds its place's ways here (6
 // cache lines) before it touches an entry (1.2 KB). With the entry's first check (the program's innermost frame,
 // Learn), so that the ways of other call sites at the same place are passed over without reading their entries.
 struct Tag {

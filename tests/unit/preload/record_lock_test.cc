@@ -3,6 +3,8 @@
 // and the deadline ends it.
 #include "preload/record_lock.h"
 
+#include <errno.h>
+
 #include <thread>
 #include <vector>
 
@@ -53,6 +55,24 @@ TEST(RecordLock, ASleepingWaiterGetsTheLockOnceReleased) {
   lock.Unlock();
   waiter.join();
   EXPECT_GE(acquired_ns, released_ns);  // never while the lock was held
+}
+
+// A traced program never sees its errno change: a waiter that slept on the futex (whose syscall sets errno on a
+// timeout or a changed word) comes back with the errno it had.
+TEST(RecordLock, AWaiterThatSleptKeepsItsErrno) {
+  RecordLock lock;
+  lock.Lock();
+  int errno_after = 0;
+  std::thread waiter([&] {
+    errno = EDOM;
+    lock.Lock();  // spins out, then sleeps (its 1 ms waits time out: ETIMEDOUT each)
+    errno_after = errno;
+    lock.Unlock();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  lock.Unlock();
+  waiter.join();
+  EXPECT_EQ(errno_after, EDOM);
 }
 
 TEST(WakeSignal, ASignalAfterTheCountWakesTheWait) {
