@@ -344,7 +344,7 @@ bool SequenceOrMergeLocked(const CallRecord& call, EventRecord* ev) {
                           : nullptr;
   const bool merged = last != nullptr;
   if (merged) last->api = static_cast<uint16_t>(format::Api::kTorchFree);
-  ev->seq = merged ? last->seq : call.seq != 0 ? call.seq : TakeAppendedSequence();
+  ev->seq = merged ? last->seq : call.seq != 0 ? call.seq : TakeAppendedSequenceLocked();
   return merged;
 }
 
@@ -506,9 +506,27 @@ void RetryPythonLookup() {
 
 ThreadState& Self() { return t_self; }
 
-uint64_t TakeSequence() { return TakePendingSequence(); }
+// The recorder's lock, taken here outside Record(): counted as inside the recorder, so that a free made by a signal
+// handler on this thread while it holds the lock is not recorded (it would wait for that lock for ever).
+uint64_t TakeSequence() {
+  ThreadState& self = Self();
+  ++self.in_recorder;
+  g_locks.record.Lock();
+  const uint64_t seq = TakePendingSequenceLocked();
+  g_locks.record.Unlock();
+  --self.in_recorder;
+  return seq;
+}
 
-void ReleaseSequence(uint64_t seq) { SequenceDone(seq); }
+void ReleaseSequence(uint64_t seq) {
+  if (!SequencePending(seq)) return;  // appended already (the usual case: a runtime free's number after its event)
+  ThreadState& self = Self();
+  ++self.in_recorder;
+  g_locks.record.Lock();
+  SequenceDoneLocked(seq);
+  g_locks.record.Unlock();
+  --self.in_recorder;
+}
 
 void NoteThreadRenamed() { Self().name_changed = true; }
 
@@ -609,7 +627,7 @@ __attribute__((noinline)) void WriteProcessesAfterFailure(const EventRecord& ev)
 void Record(const CallRecord& call) {
   ThreadState& self = Self();
   if (self.in_recorder != 0) {  // cumemtrace's own CUDA call
-    if (call.seq != 0) SequenceDone(call.seq);
+    if (call.seq != 0) ReleaseSequence(call.seq);
     return;
   }
   if (MergeCompletedFree(call, self)) return;
@@ -642,8 +660,8 @@ void Record(const CallRecord& call) {
   } else {
     g_health.dropped.fetch_add(1, std::memory_order_relaxed);
   }
+  if (call.seq != 0) SequenceDoneLocked(call.seq);  // appended (or dropped): the mark may pass it
   g_locks.record.Unlock();
-  if (call.seq != 0) SequenceDone(call.seq);  // appended (or dropped): the mark may pass it
   // A failed allocation: who else holds the device's memory (NVML), placed right after the failure.
   if (kind.is_alloc && call.result != 0 && !call.cupti_only && GpuProcessesDueAtFailure(ev.device, clock.start_ns)) {
     WriteProcessesAfterFailure(ev);

@@ -59,6 +59,7 @@ bool TracingStarted();
 
 // A sequence number for an event whose real call has not happened yet (frees). It stays pending (it holds back the
 // batches' low-water mark, sequence.h) until Record() appends it or ReleaseSequence() abandons it, on this thread.
+// Each takes the recorder's lock (ReleaseSequence only for a number still pending): never call them holding it.
 uint64_t TakeSequence();
 void ReleaseSequence(uint64_t seq);
 

@@ -4,20 +4,18 @@
 // thread orders after it) but is appended to the trace only after the real call returns; a thread preempted in
 // between (64 threads on one CPU) can append its event hundreds of thousands of events late. A reader with a fixed
 // reorder window then processes events out of order and reports wrong numbers. Instead, every number taken ahead of
-// its append is "pending" in a slot of a small lock-free table until the event is appended (or abandoned), and each
-// event batch carries CompleteBelow(): the smallest number that may still arrive. The reader releases exactly the
-// events below it, so it never guesses and holds only what is really outstanding.
+// its append is "pending" in a slot of a small table until the event is appended (or abandoned), and each event
+// batch carries CompleteBelow(): the smallest number that may still arrive. The reader releases exactly the events
+// below it, so it never guesses and holds only what is really outstanding.
 //
-// Correctness: a thread publishes a lower bound of its number (the counter's current value) in its slot before it
-// takes the number, and clears the slot only after the event is appended under the recorder's lock. CompleteBelow()
-// reads the counter first and the slots second; those reads, the bound's store and the counter's increment are
-// sequentially consistent, and the clear is a release: so any number below its result was either appended already
-// or never will be. The slot keeps the bound it was claimed with until the thread's last pending number is done
-// (two locked instructions per free: the claim and the increment). Allocations take their number under the recorder's lock right before
-// they are appended: they are never pending.
+// Everything here runs under the recorder's lock (recorder_locks.h: `record`): numbers, slots and the mark are plain
+// memory guarded by it, so the mark is exact without any ordering argument, and no number costs a locked instruction
+// of its own (an allocation takes its number inside the lock it takes anyway; a free takes the lock once more, before
+// its real call, where it used to take a slot and the number with two locked instructions of their own: measured in
+// docs/performance.md, "The hook alone").
 //
 // Never: allocate, lock, or block. A thread holds at most kMaxPendingPerThread numbers at once (a runtime free
-// around a driver free); beyond that the slot stays at the oldest, which only delays the mark (still exact).
+// around a driver free); beyond that its slot stays at the oldest, which only delays the mark (still exact).
 #ifndef CUMEMTRACE_PRELOAD_SEQUENCE_H_
 #define CUMEMTRACE_PRELOAD_SEQUENCE_H_
 
@@ -25,27 +23,35 @@
 
 namespace cumemtrace::preload {
 
-// A number for an event appended now, under the recorder's lock (allocations).
-uint64_t TakeAppendedSequence();
+// A number for an event appended now (allocations). Called with the recorder's lock held.
+uint64_t TakeAppendedSequenceLocked();
 
-// A number for an event appended later (frees): pending until SequenceDone(seq).
-uint64_t TakePendingSequence();
+// A number for an event appended later (frees): pending until SequenceDoneLocked(seq). Called with the recorder's
+// lock held.
+uint64_t TakePendingSequenceLocked();
+
+// Whether the calling thread holds `seq` pending (no lock needed: a thread's own numbers are its own).
+bool SequencePending(uint64_t seq);
 
 // The event numbered `seq` was appended, or will never be (a null free, tracing stopped). Idempotent; a number the
-// calling thread does not hold pending is ignored. Must run on the thread that took the number.
-void SequenceDone(uint64_t seq);
+// calling thread does not hold pending is ignored. Must run on the thread that took the number, with the recorder's
+// lock held.
+void SequenceDoneLocked(uint64_t seq);
 
-// Every event numbered below the result has been appended, or never will be. Called under the recorder's lock (so
-// that "appended" means "in the batch about to be written, or an earlier one").
+// Every event numbered below the result has been appended, or never will be. Called with the recorder's lock held
+// (so that "appended" means "in the batch about to be written, or an earlier one").
 uint64_t CompleteBelow();
 
-// The last number handed out (memory samples and allocator attachment place themselves after it).
+// The last number handed out (memory samples and allocator attachment place themselves after it). Exact under the
+// recorder's lock; outside it, a number handed out recently.
 uint64_t LastSequence();
 
-// Threads that could not find a free slot and waited (health; expected 0).
-uint64_t SequenceSlotWaits();
+// Numbers that found no free slot (more than the table's threads inside a free at once) and held the mark back
+// through the table's shared overflow instead (health; expected 0).
+uint64_t SequenceOverflows();
 
-// In a forked child: the parent's other threads are gone, and so are their pending numbers.
+// In a forked child, with the recorder's lock held: the parent's other threads are gone, and so are their pending
+// numbers.
 void ResetPendingAfterFork();
 
 }  // namespace cumemtrace::preload
