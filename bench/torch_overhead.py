@@ -328,6 +328,16 @@ def table(results, configs, modes):
                                      f"differences: {interval[0]:.2f}, 95 % bootstrap interval "
                                      f"{interval[1]:.2f}-{interval[2]:.2f} (turns and, per mode, its "
                                      f"{interval[4]} processes resampled)")
+            # The overhead itself (the issue's target is a share of the step), with the same bootstrap.
+            for mode in modes:
+                if mode == "plain" or mode not in by_mode:
+                    continue
+                interval = difference_interval(by_mode, mode, "plain")
+                if interval is not None:
+                    lines.append(f"- {mode}'s overhead over untraced, per turn, as a share of the untraced step: "
+                                 f"{100 * interval[0]:+.2f} %, 95 % bootstrap interval {100 * interval[1]:+.2f} % to "
+                                 f"{100 * interval[2]:+.2f} % ({interval[3]} turns, {interval[4]} processes per "
+                                 f"mode resampled)")
             for mode in modes:
                 if mode in ("plain", "history", "cumem") or mode not in by_mode:
                     continue
