@@ -507,7 +507,9 @@ void RetryPythonLookup() {
 ThreadState& Self() { return t_self; }
 
 // The recorder's lock, taken here outside Record(): counted as inside the recorder, so that a free made by a signal
-// handler on this thread while it holds the lock is not recorded (it would wait for that lock for ever).
+// handler on this thread while it holds the lock here is not recorded (it would wait for that lock for ever). The
+// lock's other holders that do not count themselves so (MergeCompletedFree, the allocator notes, the fork handlers)
+// leave that window open, as they did before numbers were taken under the lock.
 uint64_t TakeSequence() {
   ThreadState& self = Self();
   ++self.in_recorder;
@@ -627,6 +629,7 @@ __attribute__((noinline)) void WriteProcessesAfterFailure(const EventRecord& ev)
 void Record(const CallRecord& call) {
   ThreadState& self = Self();
   if (self.in_recorder != 0) {  // cumemtrace's own CUDA call
+    // Never with a number taken (the hooks take none inside the recorder), so never holding the lock it would take.
     if (call.seq != 0) ReleaseSequence(call.seq);
     return;
   }

@@ -10,8 +10,8 @@ constexpr int kSlots = 1024;  // threads inside a free at the same moment
 constexpr int kMaxPendingPerThread = 8;
 constexpr int kNoSlot = -1;   // the thread's numbers are in the shared overflow
 
-// All guarded by the recorder's lock. g_next is atomic only for LastSequence() outside it; relaxed loads and stores
-// compile to plain moves.
+// All guarded by the recorder's lock. g_next is atomic so that LastSequence() stays safe to call without it (every
+// caller holds it today); relaxed loads and stores compile to plain moves.
 std::atomic<uint64_t> g_next{1};
 uint64_t g_slot[kSlots];  // 0 = free; else the lowest number its thread holds pending
 int g_slots_used = 0;     // slots [0, g_slots_used) may be non-zero

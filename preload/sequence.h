@@ -8,14 +8,16 @@
 // batch carries CompleteBelow(): the smallest number that may still arrive. The reader releases exactly the events
 // below it, so it never guesses and holds only what is really outstanding.
 //
-// Everything here runs under the recorder's lock (recorder_locks.h: `record`): numbers, slots and the mark are plain
-// memory guarded by it, so the mark is exact without any ordering argument, and no number costs a locked instruction
-// of its own (an allocation takes its number inside the lock it takes anyway; a free takes the lock once more, before
+// Numbers, slots and the mark are plain memory guarded by the recorder's lock (recorder_locks.h: `record`), so the
+// mark needs no ordering argument: it is exactly the lowest pending number while every thread inside a free finds a
+// slot and holds at most kMaxPendingPerThread numbers (beyond the slots it may lag, never pass; beyond the numbers,
+// below). No number costs a locked instruction of its own (an allocation takes its number inside the lock it takes anyway; a free takes the lock once more, before
 // its real call, where it used to take a slot and the number with two locked instructions of their own: measured in
 // docs/performance.md, "The hook alone").
 //
 // Never: allocate, lock, or block. A thread holds at most kMaxPendingPerThread numbers at once (a runtime free
-// around a driver free); beyond that its slot stays at the oldest, which only delays the mark (still exact).
+// around a driver free needs two); a further number is not kept, so should it outlive the thread's older ones the
+// mark may pass it, and the reader then counts its event as late and says so (never silently misorders).
 #ifndef CUMEMTRACE_PRELOAD_SEQUENCE_H_
 #define CUMEMTRACE_PRELOAD_SEQUENCE_H_
 
@@ -46,8 +48,9 @@ uint64_t CompleteBelow();
 // recorder's lock; outside it, a number handed out recently.
 uint64_t LastSequence();
 
-// Numbers that found no free slot (more than the table's threads inside a free at once) and held the mark back
-// through the table's shared overflow instead (health; expected 0).
+// Times a thread found no free slot (more threads inside a free at once than the table has slots) and held the mark
+// back through the table's shared overflow instead (expected 0; the unit tests read it, the trailer does not carry
+// it).
 uint64_t SequenceOverflows();
 
 // In a forked child, with the recorder's lock held: the parent's other threads are gone, and so are their pending
