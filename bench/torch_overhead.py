@@ -328,25 +328,24 @@ def table(results, configs, modes):
                                      f"differences: {interval[0]:.2f}, 95 % bootstrap interval "
                                      f"{interval[1]:.2f}-{interval[2]:.2f} (turns and, per mode, its "
                                      f"{interval[4]} processes resampled)")
-            # The overhead itself (the issue's target is a share of the step), with the same bootstrap.
+            # A difference of step times as a share of the untraced step, per turn: each mode's overhead itself (the
+            # issue's target is stated so), then each other build or setting against cumem.
+            def share_line(what, interval):
+                return (f"- {what}, per turn, as a share of the untraced step: {100 * interval[0]:+.2f} %, 95 % "
+                        f"bootstrap interval {100 * interval[1]:+.2f} % to {100 * interval[2]:+.2f} % "
+                        f"({interval[3]} turns, {interval[4]} processes per mode resampled)")
             for mode in modes:
                 if mode == "plain" or mode not in by_mode:
                     continue
                 interval = difference_interval(by_mode, mode, "plain")
                 if interval is not None:
-                    lines.append(f"- {mode}'s overhead over untraced, per turn, as a share of the untraced step: "
-                                 f"{100 * interval[0]:+.2f} %, 95 % bootstrap interval {100 * interval[1]:+.2f} % to "
-                                 f"{100 * interval[2]:+.2f} % ({interval[3]} turns, {interval[4]} processes per "
-                                 f"mode resampled)")
+                    lines.append(share_line(f"{mode}'s overhead over untraced", interval))
             for mode in modes:
                 if mode in ("plain", "history", "cumem") or mode not in by_mode:
                     continue
                 interval = difference_interval(by_mode, mode, "cumem")
                 if interval is not None:
-                    lines.append(f"- {mode} minus cumem, per turn, as a share of the untraced step: "
-                                 f"{100 * interval[0]:+.2f} %, 95 % bootstrap interval {100 * interval[1]:+.2f} % to "
-                                 f"{100 * interval[2]:+.2f} % ({interval[3]} turns, {interval[4]} processes per "
-                                 f"mode resampled)")
+                    lines.append(share_line(f"{mode} minus cumem", interval))
         parted = [m for m in modes if "recorder_parts_ns_per_row" in by_mode.get(m, {})]
         if parted:
             lines.append("\nWhere the preload's time goes, ns per trace row, medians of the processes (trailer; the "
