@@ -6,7 +6,10 @@ Runs tests/gpu/workloads/gpt2_overhead.py (GPT-2 built from a config, AdamW) onc
 once, each as a server that runs steps on request; the driver then gives every mode a turn of --steps steps, turn
 after turn in a rotating order, so that the machine's drift (step times on the shared GPU machine varied widely
 between one-mode-per-process runs minutes apart) falls on every mode alike; short turns (a few steps) pair the
-modes closely in time. The first turn is a warm-up. With --cpus every process is pinned to the same CPUs (only one
+modes closely in time, but each process then waits for all the others between its turns and starts every turn with
+cold caches, which costs a tracer's tables more than a run that never pauses would (in turns of 3 steps the preload
+took 965 ns per row, in turns of 30 steps 575: docs/performance.md, "A step bound by the CPU"). The first turn is a
+warm-up. With --cpus every process is pinned to the same CPUs (only one
 runs at a time), so that no mode gains or loses by the cores the scheduler happens to give it. Reported: the median
 ms per step over all counted steps, the ratio to untraced turn by turn (median, min-max), and each traced mode's
 overhead as a fraction of the history's from the turns' paired differences, with a bootstrap interval. Identical
