@@ -554,4 +554,3 @@ TEST(E2eTruncation, ReaderSurvivesACutAtEveryOffset) {
 
 }  // namespace
 }  // namespace cumemtrace::e2e
-
