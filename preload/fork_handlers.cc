@@ -14,9 +14,17 @@
 namespace cumemtrace::preload {
 namespace {
 
-void AtForkPrepare() { g_locks.LockAll(); }
+// From prepare to parent or child the forking thread holds every lock of the recorder: it counts as inside the
+// recorder (recorder.h, InsideRecorder), so that a CUDA call a signal handler makes then is not recorded.
+void AtForkPrepare() {
+  ++Self().in_recorder;
+  g_locks.LockAll();
+}
 
-void AtForkParent() { g_locks.UnlockAll(); }
+void AtForkParent() {
+  g_locks.UnlockAll();
+  --Self().in_recorder;
+}
 
 // Makes the forked child's state that of a process that has not traced yet, keeping the configuration, the module
 // map (the child has the same mappings) and the CUPTI subscription. Called in the child with every lock held.
@@ -58,6 +66,7 @@ void AtForkChild() {
   }
   g_locks.record.ForgetSleepers();  // threads of the parent waiting for it are not in the child
   g_locks.UnlockAll();
+  --Self().in_recorder;
 }
 
 }  // namespace

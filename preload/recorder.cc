@@ -438,6 +438,7 @@ bool MergeCompletedFree(const CallRecord& call, ThreadState& self) {
   EventClock clock{};
   clock.timing = DrawTiming(self);
   if (clock.timing.total_weight != 0) clock.start_ns = NowNs();
+  InsideRecorder inside;
   g_locks.record.Lock();
   EventRecord* last =
       g_session.running() ? RequestCompletedLocked(call.address, call.device, self.thread_index) : nullptr;
@@ -473,6 +474,7 @@ size_t RefreshModules() {
   g_modules.scanned.store(g_modules.map.size(), std::memory_order_release);
   if (added > 0 || g_modules.unwritten) {
     g_modules.unwritten = false;
+    InsideRecorder inside;
     g_locks.record.Lock();
     WriteNewModulesLocked();
     g_locks.record.Unlock();
@@ -497,6 +499,7 @@ void NotePythonSupportLocked(PythonSupport support, const char* message) {
 void RetryPythonLookup() {
   if (!g_session.config.python_frames || PythonFramesSupport() != PythonSupport::kAbsent) return;
   PythonSupport support = InitPythonFrames(true);
+  InsideRecorder inside;
   g_locks.record.Lock();
   NotePythonSupportLocked(support, PythonSupportMessage());
   g_locks.record.Unlock();
@@ -506,28 +509,21 @@ void RetryPythonLookup() {
 
 ThreadState& Self() { return t_self; }
 
-// The recorder's lock, taken here outside Record(): counted as inside the recorder, so that a free made by a signal
-// handler on this thread while it holds the lock here is not recorded (it would wait for that lock for ever). The
-// lock's other holders that do not count themselves so (MergeCompletedFree, the allocator notes, the fork handlers)
-// leave that window open, as they did before numbers were taken under the lock.
+// The recorder's lock, taken here outside Record(), inside the recorder (InsideRecorder) as everywhere.
 uint64_t TakeSequence() {
-  ThreadState& self = Self();
-  ++self.in_recorder;
+  InsideRecorder inside;
   g_locks.record.Lock();
   const uint64_t seq = TakePendingSequenceLocked();
   g_locks.record.Unlock();
-  --self.in_recorder;
   return seq;
 }
 
 void ReleaseSequence(uint64_t seq) {
   if (!SequencePending(seq)) return;  // appended already (the usual case: a runtime free's number after its event)
-  ThreadState& self = Self();
-  ++self.in_recorder;
+  InsideRecorder inside;
   g_locks.record.Lock();
   SequenceDoneLocked(seq);
   g_locks.record.Unlock();
-  --self.in_recorder;
 }
 
 void NoteThreadRenamed() { Self().name_changed = true; }
@@ -556,6 +552,7 @@ bool FindLoadedModule(const char* file_name_prefix, size_t* next_index, ModuleEn
 
 void NoteOnce(format::NoticeCode code, const char* message) {
   uint32_t bit = 1u << (static_cast<uint32_t>(code) & 31);
+  InsideRecorder inside;
   g_locks.record.Lock();
   if (g_session.running() && (g_tables.notices_written & bit) == 0) {
     if (WriteNotice(g_output.packets(), static_cast<uint32_t>(code), message, NowNs())) {
@@ -568,12 +565,14 @@ void NoteOnce(format::NoticeCode code, const char* message) {
 }
 
 void NoteAllocatorAttached(const AllocatorAttachRecord& attach) {
+  InsideRecorder inside;
   g_locks.record.Lock();
   if (g_session.running() && !WriteAllocatorAttach(g_output.packets(), attach)) g_output.packets()->ClearError();
   g_locks.record.Unlock();
 }
 
 void NoteAllocatorIgnored() {
+  InsideRecorder inside;
   g_locks.record.Lock();
   ++g_health.recording.allocator_ignored;
   g_locks.record.Unlock();

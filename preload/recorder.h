@@ -49,6 +49,20 @@ struct ThreadState {
 };
 ThreadState& Self();
 
+// Counts the calling thread as inside cumemtrace while it lives: a CUDA call this thread makes meanwhile (the
+// preload's own, or a signal handler's) is not recorded, so it never waits for a lock this thread holds. Every
+// holder of the recorder's lock on a program's thread takes one before the lock.
+class InsideRecorder {
+ public:
+  InsideRecorder() : self_(Self()) { ++self_.in_recorder; }
+  ~InsideRecorder() { --self_.in_recorder; }
+  InsideRecorder(const InsideRecorder&) = delete;
+  InsideRecorder& operator=(const InsideRecorder&) = delete;
+
+ private:
+  ThreadState& self_;
+};
+
 // True if events should be recorded now (starts tracing at the first call). False once tracing is off: disabled,
 // failed, finished, or in a forked child.
 bool Tracing();

@@ -10,6 +10,11 @@
 //            request, and on another thread; then basic
 //   held     a deferred free completed while another thread's cuMemFree is in flight (its sequence number taken,
 //            its row not yet written; the fake driver's free gate holds it there); then basic
+//   signals  kSignalledBlocks blocks allocated and freed while another thread keeps signalling this one, whose
+//            handler allocates and frees 4 KiB with the driver; nothing else
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 
 #include <atomic>
@@ -97,6 +102,55 @@ void CompletionWhileAFreeIsInFlight() {
   other.join();
 }
 
+// A handler's CUDA call may come while the thread holds the recorder's lock (recording an entry of the allocator,
+// or folding a completed free into its request): it must not wait for that lock. The blocks are reused from the
+// first segment, so the loop itself never calls the driver (the fake driver's own mutex is not the subject). Each
+// signal is sent once the one before was handled, after a random pause, so that signals fall at random points of
+// the loop rather than piling up behind a handler. Run without FAKE_TORCH_LEDGER: its write per entry would keep the
+// thread in the kernel, where no signal falls.
+constexpr int kSignalledBlocks = 100000;
+constexpr uint32_t kMaxSpinsBetweenSignals = 4096;
+std::atomic<int> g_handled{0};
+
+void AllocateInHandler(int) {
+  const int saved_errno = errno;
+  CUdeviceptr p = 0;
+  if (cuMemAlloc(&p, 4096) == CUDA_SUCCESS) cuMemFree(p);
+  g_handled.fetch_add(1, std::memory_order_relaxed);
+  errno = saved_errno;
+}
+
+void BlocksWhileSignalled() {
+  struct sigaction action = {};
+  action.sa_handler = AllocateInHandler;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  E2E_CHECK(sigaction(SIGUSR1, &action, nullptr) == 0);
+  fake_torch_free(fake_torch_malloc(1000, 0));  // the segment, before any signal
+  std::atomic<bool> stop{false};
+  const pthread_t target = pthread_self();
+  std::thread sender([&stop, target] {
+    uint32_t random = 2463534242u;
+    while (!stop.load(std::memory_order_relaxed)) {
+      const int handled = g_handled.load(std::memory_order_relaxed);
+      pthread_kill(target, SIGUSR1);
+      while (g_handled.load(std::memory_order_relaxed) == handled && !stop.load(std::memory_order_relaxed)) {
+      }
+      random ^= random << 13;  // xorshift32
+      random ^= random >> 17;
+      random ^= random << 5;
+      for (uint32_t spin = random % kMaxSpinsBetweenSignals; spin > 0; --spin) asm volatile("" ::: "memory");
+    }
+  });
+  for (int i = 0; i < kSignalledBlocks; ++i) {
+    void* block = fake_torch_malloc(1000, 0);
+    E2E_CHECK(block != nullptr);
+    fake_torch_free(block);
+  }
+  stop.store(true);
+  sender.join();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,6 +160,10 @@ int main(int argc, char** argv) {
   fake_torch_init(strcmp(scenario, "devices") == 0 ? 2 : 1);
   if (strcmp(scenario, "deferred") == 0) DeferredFrees();
   if (strcmp(scenario, "held") == 0) CompletionWhileAFreeIsInFlight();
+  if (strcmp(scenario, "signals") == 0) {
+    BlocksWhileSignalled();
+    return 0;
+  }
   Basic(0);
   if (strcmp(scenario, "devices") == 0) Basic(1);
   if (strcmp(scenario, "oom") == 0) E2E_CHECK(fake_torch_malloc(cumemtrace::e2e::kPlantedFailureBytes, 0) == nullptr);
