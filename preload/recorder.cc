@@ -627,7 +627,7 @@ __attribute__((noinline)) void WriteProcessesAfterFailure(const EventRecord& ev)
 // under g_locks.record; then, outside every lock again, the attach to PyTorch's allocator (MaybeAttachTorch).
 void Record(const CallRecord& call) {
   ThreadState& self = Self();
-  if (self.in_recorder != 0) {  // cumemtrace's own CUDA call
+  if (self.in_recorder != 0) {  // a CUDA call made inside the recorder: cumemtrace's own, or a signal handler's
     // Never with a number taken (the hooks take none inside the recorder), so never holding the lock it would take.
     if (call.seq != 0) ReleaseSequence(call.seq);
     return;

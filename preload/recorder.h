@@ -34,7 +34,8 @@ struct CallRecord {
 
 // Per-thread state, initial-exec TLS so reading it never allocates or takes a lock.
 struct ThreadState {
-  int in_recorder;      // >0 while cumemtrace itself runs: its own CUDA calls are never recorded
+  int in_recorder;      // >0 while cumemtrace itself runs: CUDA calls made meanwhile (its own, a signal
+                        // handler's) are never recorded
   int driver_depth;     // nesting of driver hooks: a driver call made inside another is not a user call
   uint32_t thread_index;
   bool name_changed;
@@ -51,7 +52,8 @@ ThreadState& Self();
 
 // Counts the calling thread as inside cumemtrace while it lives: a CUDA call this thread makes meanwhile (the
 // preload's own, or a signal handler's) is not recorded, so it never waits for a lock this thread holds. Every
-// holder of the recorder's lock on a program's thread takes one before the lock.
+// holder of the recorder's lock on a program's thread is counted so before it takes the lock: by this guard, or by
+// the count its caller already raised (Record(), Start(), the fork handlers).
 class InsideRecorder {
  public:
   InsideRecorder() : self_(Self()) { ++self_.in_recorder; }

@@ -12,7 +12,8 @@
 // Its own placement rules are deliberately simple (bump allocation inside segments): the tests compare the trace with
 // the ledger this library writes of every trace entry it emits (FAKE_TORCH_LEDGER), not with PyTorch's rules.
 //
-// Controls (environment): FAKE_TORCH_LEDGER=path, FAKE_TORCH_BACKEND=async (the allocator object is
+// Controls (environment): FAKE_TORCH_LEDGER=path, FAKE_TORCH_COUNTS=path (only the number of entries of each action,
+// written at exit: a line per entry would keep a long run in write(2)), FAKE_TORCH_BACKEND=async (the allocator object is
 // CudaMallocAsyncAllocator, whose attach throws), FAKE_TORCH_EXPANDABLE=1, FAKE_TORCH_BAD_LAYOUT=1 (the first
 // SEGMENT_ALLOC entry reports a wrong size, as an unknown layout would look).
 #include <cuda.h>
@@ -82,6 +83,21 @@ FILE* Ledger() {
 
 const char* const kActionNames[] = {"alloc",       "free_requested", "free_completed", "segment_alloc", "segment_free",
                                     "segment_map", "segment_unmap",  "snapshot",       "oom"};
+constexpr size_t kActions = sizeof(kActionNames) / sizeof(kActionNames[0]);
+
+// FAKE_TORCH_COUNTS: entries emitted per action, written as "action count" lines when the process exits.
+std::atomic<uint64_t> entry_counts[kActions];
+struct CountsAtExit {
+  ~CountsAtExit() {
+    const char* path = getenv("FAKE_TORCH_COUNTS");
+    FILE* out = path != nullptr ? fopen(path, "w") : nullptr;
+    if (out == nullptr) return;
+    for (size_t i = 0; i < kActions; ++i) {
+      fprintf(out, "%s %llu\n", kActionNames[i], static_cast<unsigned long long>(entry_counts[i].load()));
+    }
+    fclose(out);
+  }
+} counts_at_exit;
 
 }  // namespace
 
@@ -246,6 +262,7 @@ class DeviceCachingAllocator {
     te.addr_ = addr;
     te.stream_ = nullptr;
     te.size_ = size;
+    entry_counts[action].fetch_add(1, std::memory_order_relaxed);
     if (FILE* ledger = Ledger()) {
       // An ALLOC says autograd's grad mode on the allocating thread, as the preload should have read it.
       fprintf(ledger, "%s addr=0x%zx size=%zu device=%d grad=%d thread=%ld\n", kActionNames[action], addr, size,

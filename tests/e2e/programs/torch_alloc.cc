@@ -10,12 +10,13 @@
 //            request, and on another thread; then basic
 //   held     a deferred free completed while another thread's cuMemFree is in flight (its sequence number taken,
 //            its row not yet written; the fake driver's free gate holds it there); then basic
-//   signals  kSignalledBlocks blocks allocated and freed while another thread keeps signalling this one, whose
-//            handler allocates and frees 4 KiB with the driver; nothing else
+//   signals  blocks allocated and freed while another thread keeps signalling this one, whose handler allocates
+//            and frees 4 KiB with the driver, until kMinHandled signals were handled; nothing else
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 
 #include <atomic>
 #include <thread>
@@ -104,11 +105,16 @@ void CompletionWhileAFreeIsInFlight() {
 
 // A handler's CUDA call may come while the thread holds the recorder's lock (recording an entry of the allocator,
 // or folding a completed free into its request): it must not wait for that lock. The blocks are reused from the
-// first segment, so the loop itself never calls the driver (the fake driver's own mutex is not the subject). Each
+// first segment, so the loop itself never calls the driver (the fake driver's own mutex is not the subject) and never
+// the heap (the handler's fake driver allocates: only safe while the interrupted code is not inside malloc). Each
 // signal is sent once the one before was handled, after a random pause, so that signals fall at random points of
-// the loop rather than piling up behind a handler. Run without FAKE_TORCH_LEDGER: its write per entry would keep the
-// thread in the kernel, where no signal falls.
-constexpr int kSignalledBlocks = 100000;
+// the loop rather than piling up behind a handler; the loop runs until kMinHandled were handled (a busy machine
+// schedules the sender less often), kMaxSeconds at most. Run without FAKE_TORCH_LEDGER (FAKE_TORCH_COUNTS counts
+// instead): a write(2) per entry would keep the thread in the kernel most of the time, and a signal that comes then
+// is taken on the way out of the write, never inside the recorder.
+constexpr int kMinBlocks = 20000;
+constexpr int kMinHandled = 1000;
+constexpr int kMaxSeconds = 30;
 constexpr uint32_t kMaxSpinsBetweenSignals = 4096;
 std::atomic<int> g_handled{0};
 
@@ -142,7 +148,12 @@ void BlocksWhileSignalled() {
       for (uint32_t spin = random % kMaxSpinsBetweenSignals; spin > 0; --spin) asm volatile("" ::: "memory");
     }
   });
-  for (int i = 0; i < kSignalledBlocks; ++i) {
+  const time_t deadline = time(nullptr) + kMaxSeconds;
+  for (int i = 0;; ++i) {
+    if (i >= kMinBlocks && i % 1024 == 0 &&
+        (g_handled.load(std::memory_order_relaxed) >= kMinHandled || time(nullptr) > deadline)) {
+      break;
+    }
     void* block = fake_torch_malloc(1000, 0);
     E2E_CHECK(block != nullptr);
     fake_torch_free(block);
