@@ -43,10 +43,22 @@ static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "a futex word i
 }  // namespace
 
 void RecordLock::LockContended() {
-  // The holder is usually appending an event: spin a little, reading only (so the holder keeps its cache line).
-  for (int spin = 0; spin < kSpins; ++spin) {
+  // The holder is appending an event, but with several threads waiting each holds it in turn, and every hand-over
+  // moves the event's lines between cores: spin, reading only (so the holder keeps its cache line), for up to
+  // kSpinNs, the clock read every 16 pauses. A sleep costs the waiter a futex wait and, while any thread sleeps, every
+  // release a futex wake on the program's thread (microseconds each): with threads on every core that queue fed
+  // itself, each event taking tens of microseconds (docs/performance.md, "Several threads at once").
+  int64_t deadline = 0;
+  for (int spin = 1;; ++spin) {
     CpuRelax();
     if (state_.load(std::memory_order_relaxed) == 0 && state_.exchange(1, std::memory_order_acquire) == 0) return;
+    if (spin % 16 != 0) continue;
+    const int64_t now = MonotonicNs();
+    if (deadline == 0) {
+      deadline = now + kSpinNs;
+    } else if (now > deadline) {
+      break;
+    }
   }
   // Registered before the exchange that fails: a holder that releases after it sees the sleeper (but for the
   // window record_lock.h describes).

@@ -2,7 +2,8 @@
 //
 // Why not a pthread mutex: its release is a locked instruction, which waits until the event's stores have left the
 // core, and every event pays it; here the release is a plain store (a release store: no fence on x86-64). Waiters
-// spin briefly (the lock is held for a few hundred nanoseconds: an event's append) and then sleep on a futex. The
+// spin up to kSpinNs (alone, the lock is held for a few hundred nanoseconds, an event's append; with threads on
+// several cores, a microsecond or more per holder) and then sleep on a futex. The
 // holder wakes a sleeper only if it sees one registered. Without a fence between the release and that look (the
 // fence is what the plain store saves), a waiter that registers in the few nanoseconds while the release is still
 // in its core's store buffer could be missed; its futex wait is bounded (kSleepNs), so it then waits that long at
@@ -31,7 +32,7 @@ class RecordLock {
   void ForgetSleepers() { sleepers_.store(0, std::memory_order_relaxed); }
 
  private:
-  static constexpr int kSpins = 128;
+  static constexpr int64_t kSpinNs = 20 * 1000;
   static constexpr int64_t kSleepNs = 1000 * 1000;
   void LockContended();
   void WakeOne();

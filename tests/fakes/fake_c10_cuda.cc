@@ -121,7 +121,8 @@ struct Block {
   bool used_on_other_streams = false;
 };
 
-class DeviceCachingAllocator {
+// Aligned: allocators of different devices used by different threads share no cache line.
+class alignas(64) DeviceCachingAllocator {
  public:
   explicit DeviceCachingAllocator(int device) : device_(device) {}
 
@@ -262,7 +263,9 @@ class DeviceCachingAllocator {
     te.addr_ = addr;
     te.stream_ = nullptr;
     te.size_ = size;
-    entry_counts[action].fetch_add(1, std::memory_order_relaxed);
+    // Only when asked: a counter every thread adds to would make threads that share nothing else wait for each other.
+    static const bool counting = getenv("FAKE_TORCH_COUNTS") != nullptr;
+    if (counting) entry_counts[action].fetch_add(1, std::memory_order_relaxed);
     if (FILE* ledger = Ledger()) {
       // An ALLOC says autograd's grad mode on the allocating thread, as the preload should have read it.
       fprintf(ledger, "%s addr=0x%zx size=%zu device=%d grad=%d thread=%ld\n", kActionNames[action], addr, size,
@@ -311,6 +314,9 @@ class NativeCachingAllocator : public CUDAAllocator {
   void processEvents() {
     for (auto& a : device_allocator) a->processEvents();
   }
+  // Frees through the block's device allocator alone, as PyTorch finds it (free() asks each device's in turn, taking
+  // every lock on the way: threads of different devices would wait for each other there).
+  void freeOn(void* ptr, int device) { device_allocator.at(device)->free(ptr); }
 
   std::vector<std::unique_ptr<DeviceCachingAllocator>> device_allocator;
 };
@@ -360,6 +366,13 @@ extern "C" __attribute__((visibility("default"))) void* fake_torch_malloc(size_t
   return fake::allocator.load()->malloc(size, device);
 }
 extern "C" __attribute__((visibility("default"))) void fake_torch_free(void* ptr) { fake::allocator.load()->free(ptr); }
+extern "C" __attribute__((visibility("default"))) void fake_torch_free_on(void* ptr, int device) {
+  if (fake::allocator.load() == &fake::g_native) {
+    fake::g_native.freeOn(ptr, device);
+  } else {
+    fake::allocator.load()->free(ptr);
+  }
+}
 // tensor.record_stream(): the block's free completes only at fake_torch_process_events() (the native backend only).
 extern "C" __attribute__((visibility("default"))) void fake_torch_record_stream(void* ptr) {
   fake::g_native.recordStream(ptr);
