@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include <algorithm>
 #include <atomic>
 #include <thread>
 #include <vector>
