@@ -46,8 +46,8 @@ void RecordLock::LockContended() {
   // The holder is appending an event, but with several threads waiting each holds it in turn, and every hand-over
   // moves the event's lines between cores: spin, reading only (so the holder keeps its cache line), for up to
   // kSpinNs, the clock read every 16 pauses. A sleep costs the waiter a futex wait and, while any thread sleeps, every
-  // release a futex wake on the program's thread (microseconds each). What contention still costs is the lines an
-  // event writes moving between cores (docs/performance.md, "Several threads at once").
+  // release a futex wake on the program's thread (microseconds each). What contention still costs is most likely the
+  // lines an event writes moving between cores (docs/performance.md, "Several threads at once").
   int64_t deadline = 0;
   for (int spin = 1;; ++spin) {
     CpuRelax();
