@@ -61,7 +61,13 @@ TEST(E2eCompression, BatchesAreOneStreamUnlessTurnedOff) {
     };
     EXPECT_EQ(count(format::field::packet::kEventsZstd), 0) << "format 5's one frame per batch is not written";
     if (std::string(compress) == "1") {
-      EXPECT_EQ(count(format::field::packet::kEvents), 0);
+      // A batch whose part would be no smaller stays plain (batch_compression.cc): only one of a few events, which
+      // the periodic or the final flush can seal on a slow machine. Every other batch is a part of the stream.
+      for (const FramedPacket& p : packets) {
+        if (p.field == format::field::packet::kEvents) {
+          EXPECT_LT(p.bytes, 1024u) << "a plain batch of many events";
+        }
+      }
       // Parts are numbered 0, 1, 2, ... within their frame; a new frame starts at 0.
       const std::vector<const FramedPacket*> parts = StreamParts(packets);
       ASSERT_FALSE(parts.empty());
